@@ -1,0 +1,162 @@
+"""Configuration schema: defaults in code, grouped by concern, one line of help per field.
+
+Every field's help text is its documentation; `tests/gpusteward/test_config_docs.py` fails when
+a field is missing from docs/config.md.
+"""
+
+from __future__ import annotations
+
+from dataclasses import MISSING, dataclass, field
+from datetime import timedelta
+from typing import Any, Literal
+
+from gpusteward.domain import Scenario
+
+
+def opt(default: Any, help: str) -> Any:
+    """An optional field with a default and its one-line help."""
+    if isinstance(default, list | dict):
+        factory = type(default)
+        return field(default_factory=lambda: factory(default), metadata={"help": help})
+    return field(default=default, metadata={"help": help})
+
+
+def req(help: str) -> Any:
+    """A required field and its one-line help."""
+    return field(metadata={"help": help})
+
+
+@dataclass(frozen=True)
+class WarehouseConfig:
+    path: str = opt("gpusteward.duckdb", "DuckDB file of the warehouse, relative to the config file")
+    threads: int = opt(2, "DuckDB worker threads")
+    memory_limit: str = opt("4GB", "DuckDB memory limit, e.g. 4GB")
+
+
+@dataclass(frozen=True)
+class ClusterConfig:
+    name: str = req("cluster name as the scheduler and the exporters label it")
+    timezone: str = opt("UTC", "IANA time zone of the cluster's business hours")
+    gpus: int = opt(0, "GPUs in the cluster; 0 means: count the GPUs seen in telemetry")
+
+
+@dataclass(frozen=True)
+class TeamConfig:
+    entitled_share: float = req("fraction of the pool's GPU-hours the team is entitled to (0..1)")
+    display_name: str = opt("", "name shown in reports; defaults to the team key")
+    accounts: list[str] = opt([], "scheduler accounts that belong to the team")
+    min_gpus: int = opt(0, "GPUs the quota recommender never goes below")
+
+
+@dataclass(frozen=True)
+class RuleMatch:
+    cluster: str | None = opt(None, "glob on the cluster name")
+    partition: str | None = opt(None, "glob on the Slurm partition")
+    qos: str | None = opt(None, "glob on the Slurm QOS")
+    account: str | None = opt(None, "glob on the Slurm account")
+    namespace: str | None = opt(None, "glob on the Kubernetes namespace")
+    labels: dict[str, str] = opt({}, "label globs that must all match (Kubernetes labels)")
+
+
+@dataclass(frozen=True)
+class RuleConfig:
+    scenario: Scenario = req("scenario of the work the rule matches")
+    match: RuleMatch = opt(RuleMatch(), "conditions, all of which must hold; empty matches everything")
+    team: str | None = opt(None, "team of the matched work; when unset, the team whose accounts list the job's account")
+
+
+@dataclass(frozen=True)
+class SloConfig:
+    indicator: str = req("indicator name from the catalogue (docs/config.md#indicators)")
+    threshold: float = req("objective: a duration (\"30m\") for time indicators, a number otherwise")
+    target: float = opt(0.99, "share of windows or subjects that must meet the threshold")
+    window: timedelta = opt(timedelta(days=30), "evaluation window, e.g. 30d")
+
+
+@dataclass(frozen=True)
+class ScenarioConfig:
+    slos: list[SloConfig] = opt([], "objectives of the scenario")
+    idle_limit: timedelta | None = opt(None, "interactive: idle time after which a session should be reclaimed")
+    lifecycle_limit: timedelta | None = opt(None, "interactive: longest a session may hold GPUs")
+
+
+@dataclass(frozen=True)
+class IdleConfig:
+    util_below: float = opt(5.0, "a GPU-minute is idle when utilisation (percent) is below this")
+    min_minutes: int = opt(30, "idle only counts in runs of at least this many minutes")
+    held_memory_mib: float = opt(1024.0, "idle minutes with more GPU memory used than this are idle-held")
+
+
+@dataclass(frozen=True)
+class InferenceReserveLine:
+    cluster: str = req("cluster whose inference capacity is protected")
+    min_gpus: int = req("GPUs that must stay available to online inference")
+    for_: timedelta = opt(timedelta(minutes=10), "a breach must last this long before it alerts (key: for)")
+    severity: Literal["critical", "warning", "info"] = opt("critical", "alert severity")
+    fallback: str = opt("Pause or preempt low-priority training in the cluster until inference has its reserve back.",
+                        "recommended action carried by the alert")
+    receivers: list[str] = opt([], "receiver names; empty means all receivers")
+
+
+@dataclass(frozen=True)
+class ProtectionConfig:
+    inference_reserve: list[InferenceReserveLine] = opt([], "minimum capacity kept for online inference")
+
+
+@dataclass(frozen=True)
+class ReceiverConfig:
+    name: str = req("receiver name, referenced by protection lines")
+    kind: Literal["webhook", "jsonl"] = req("webhook: POST JSON to url; jsonl: append to path")
+    url: str | None = opt(None, "webhook URL (kind webhook)")
+    path: str | None = opt(None, "file to append alerts to (kind jsonl), relative to the config file")
+    secret_env: str | None = opt(None, "environment variable holding the HMAC signing secret; never printed")
+    timeout: timedelta = opt(timedelta(seconds=10), "delivery timeout")
+
+
+@dataclass(frozen=True)
+class AlertsConfig:
+    receivers: list[ReceiverConfig] = opt([], "where alerts go")
+
+
+@dataclass(frozen=True)
+class ReportsConfig:
+    schedule: str = opt("0 8 1 * *", "cron schedule of the monthly review")
+    timezone: str = opt("UTC", "time zone of the schedule")
+    languages: list[Literal["en", "zh"]] = opt(["en"], "languages of the review")
+    formats: list[Literal["md", "html", "pdf"]] = opt(["md"], "formats of the review")
+    out_dir: str = opt("reports", "folder the reviews are written to, relative to the config file")
+
+
+@dataclass(frozen=True)
+class QuotaConfig:
+    max_step: float = opt(0.25, "largest relative change of one quota in one plan")
+    business_hours: str = opt("09:00-21:00", "local hours whose demand counts double in the recommender")
+
+
+@dataclass(frozen=True)
+class Config:
+    apiVersion: Literal["gpusteward/v1"] = opt("gpusteward/v1", "version of this file's schema")
+    warehouse: WarehouseConfig = opt(WarehouseConfig(), "where the data lives")
+    clusters: list[ClusterConfig] = opt([], "the GPU clusters of the pool")
+    teams: dict[str, TeamConfig] = opt({}, "teams, keyed by their short name")
+    rules: list[RuleConfig] = opt([], "map work to a scenario and a team; first match wins")
+    scenarios: dict[Scenario, ScenarioConfig] = opt({}, "objectives per scenario")
+    idle: IdleConfig = opt(IdleConfig(), "idle detection thresholds")
+    protection: ProtectionConfig = opt(ProtectionConfig(), "protection lines")
+    alerts: AlertsConfig = opt(AlertsConfig(), "alert receivers")
+    reports: ReportsConfig = opt(ReportsConfig(), "the monthly review")
+    quota: QuotaConfig = opt(QuotaConfig(), "the quota recommender")
+    base_dir: str = field(default=".", metadata={"help": "", "internal": True})
+
+    def resolve(self, relative: str) -> str:
+        """A path from the config, resolved against the config file's folder."""
+        from pathlib import Path
+
+        p = Path(relative)
+        return str(p if p.is_absolute() else Path(self.base_dir) / p)
+
+
+FIELD_ALIASES = {"for_": "for"}
+"""Python names that differ from their TOML keys."""
+
+REQUIRED = MISSING

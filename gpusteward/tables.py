@@ -1,0 +1,122 @@
+"""The typed tables that cross stage boundaries.
+
+Collectors return frames with these schemas, the warehouse stores them, evaluators read them.
+Timestamps are naive `Datetime("us")` values in UTC. Missing telemetry is a missing row or a
+null, never a zero.
+"""
+
+from __future__ import annotations
+
+import polars as pl
+
+TS = pl.Datetime("us")
+
+GPU_MINUTES = pl.Schema(
+    {
+        "cluster": pl.Utf8,
+        "host": pl.Utf8,
+        "gpu": pl.Int16,  # dcgm-exporter `gpu` label: the device index on the host
+        "uuid": pl.Utf8,
+        "model_name": pl.Utf8,
+        "ts": TS,  # start of the minute
+        "job_id": pl.Utf8,  # `hpc_job` label (Slurm) or namespace/pod; null when none
+        "gpu_util": pl.Float32,  # DCGM_FI_DEV_GPU_UTIL, percent, mean over the minute
+        "gr_engine_active": pl.Float32,  # DCGM_FI_PROF_GR_ENGINE_ACTIVE, ratio 0..1, mean
+        "fb_used_mib": pl.Float32,  # DCGM_FI_DEV_FB_USED, max over the minute
+        "fb_free_mib": pl.Float32,  # DCGM_FI_DEV_FB_FREE, last
+        "power_w": pl.Float32,  # DCGM_FI_DEV_POWER_USAGE, mean
+        "temp_c": pl.Float32,  # DCGM_FI_DEV_GPU_TEMP, max
+        "energy_mj": pl.Float64,  # DCGM_FI_DEV_TOTAL_ENERGY_CONSUMPTION, last (counter)
+        "xid": pl.Int32,  # DCGM_FI_DEV_XID_ERRORS, last non-zero value in the minute, else null
+    }
+)
+GPU_MINUTES_KEY = ("cluster", "host", "gpu", "ts")
+
+JOBS = pl.Schema(
+    {
+        "cluster": pl.Utf8,
+        "job_id": pl.Int64,
+        "submit_time": TS,  # with job_id: one record of a job (requeues get a new submit time)
+        "name": pl.Utf8,
+        "user": pl.Utf8,
+        "account": pl.Utf8,
+        "partition": pl.Utf8,
+        "qos": pl.Utf8,
+        "priority": pl.Int64,
+        "eligible_time": TS,
+        "start_time": TS,  # null while pending or when cancelled before start
+        "end_time": TS,
+        "state": pl.Utf8,  # sacct state string, e.g. COMPLETED, PREEMPTED, REQUEUED
+        "reason": pl.Utf8,
+        "exit_code": pl.Int32,  # null when the source is known to misreport it (22.05 JSON)
+        "gpus_requested": pl.Int32,
+        "gpus_allocated": pl.Int32,
+        "gpu_type": pl.Utf8,
+        "nodes": pl.Utf8,  # hostlist expression as Slurm prints it
+        "time_limit_min": pl.Int64,
+        "comment": pl.Utf8,  # free text; fine-tuning reproducibility fields live here
+    }
+)
+JOBS_KEY = ("cluster", "job_id", "submit_time")
+
+JOB_EVENTS = pl.Schema(
+    {
+        "cluster": pl.Utf8,
+        "job_id": pl.Int64,
+        "ts": TS,
+        "event": pl.Utf8,  # submit | start | preempt | requeue | end
+        "state": pl.Utf8,
+        "reason": pl.Utf8,
+        "gpus": pl.Int32,
+    }
+)
+JOB_EVENTS_KEY = ("cluster", "job_id", "ts", "event")
+
+INFERENCE_WINDOWS = pl.Schema(
+    {
+        "cluster": pl.Utf8,
+        "service": pl.Utf8,  # model name as the server labels it
+        "instance": pl.Utf8,  # one replica: host:port or pod
+        "ts": TS,  # end of the window
+        "window_s": pl.Int32,
+        "requests": pl.Float64,  # finished requests in the window (counter increase)
+        "errors": pl.Float64,  # of which errored (finished_reason=abort/error or 5xx)
+        "e2e_le": pl.List(pl.Float64),  # bucket upper bounds, ascending, +Inf last
+        "e2e_counts": pl.List(pl.Float64),  # cumulative bucket increases over the window
+        "e2e_sum": pl.Float64,
+        "ttft_le": pl.List(pl.Float64),
+        "ttft_counts": pl.List(pl.Float64),
+        "ttft_sum": pl.Float64,
+        "prompt_tokens": pl.Float64,
+        "generation_tokens": pl.Float64,
+        "running": pl.Float64,  # gauge, last value in the window
+        "waiting": pl.Float64,
+        "kv_cache_usage": pl.Float64,  # ratio 0..1
+    }
+)
+INFERENCE_WINDOWS_KEY = ("cluster", "service", "instance", "ts")
+
+QUOTA_SNAPSHOTS = pl.Schema(
+    {
+        "cluster": pl.Utf8,
+        "ts": TS,
+        "kind": pl.Utf8,  # qos | account | partition
+        "name": pl.Utf8,
+        "gpu_limit": pl.Int32,  # GrpTRES gres/gpu; null = unlimited
+        "priority": pl.Int64,
+    }
+)
+QUOTA_SNAPSHOTS_KEY = ("cluster", "ts", "kind", "name")
+
+
+def empty(schema: pl.Schema) -> pl.DataFrame:
+    return pl.DataFrame(schema=schema)
+
+
+def conform(frame: pl.DataFrame, schema: pl.Schema) -> pl.DataFrame:
+    """Select and cast `frame` to `schema`, adding null columns it lacks."""
+    cols = [
+        (pl.col(name) if name in frame.columns else pl.lit(None)).cast(dtype).alias(name)
+        for name, dtype in schema.items()
+    ]
+    return frame.select(cols)
