@@ -1,0 +1,68 @@
+"""Output contracts of the evaluators, read by alerts/, reports/, quota/ and the dashboards."""
+
+from __future__ import annotations
+
+import polars as pl
+
+from gpusteward.tables import TS
+
+SLA_RESULTS = pl.Schema(
+    {
+        "month": pl.Utf8,  # YYYY-MM
+        "scenario": pl.Utf8,
+        "subject_kind": pl.Utf8,  # queue | team | service | pool
+        "subject": pl.Utf8,  # e.g. "west/eval", "vision", "chat-70b"
+        "indicator": pl.Utf8,  # name from gpusteward.indicators.INDICATORS
+        "value": pl.Float64,  # in the indicator's unit (seconds for durations); null when no data
+        "objective": pl.Float64,  # threshold in the same unit; null when none is configured
+        "met": pl.Boolean,  # null when there is no objective or no data
+        "budget_left": pl.Float64,  # share of the error budget left (<= 1), null when not applicable
+        "rows": pl.Int64,  # rows the value was computed from
+        "completeness": pl.Float64,  # 0..1: share of the expected rows that were present
+        "evidence": pl.Utf8,  # short pointer to the rows behind the value (ids, time ranges)
+    }
+)
+
+BREACH_EPISODES = pl.Schema(
+    {
+        "line": pl.Utf8,  # protection line kind, e.g. inference_reserve
+        "subject": pl.Utf8,  # e.g. the cluster name
+        "start": TS,
+        "end": TS,  # exclusive; equal to the last breaching minute + 1 minute
+        "minutes": pl.Int64,
+        "worst_value": pl.Float64,  # e.g. the fewest GPUs available to inference
+        "threshold": pl.Float64,
+        "severity": pl.Utf8,
+        "fallback": pl.Utf8,
+        "evidence": pl.Utf8,  # which jobs held the GPUs, for how long
+    }
+)
+
+IDLE_BY_JOB = pl.Schema(
+    {
+        "cluster": pl.Utf8,
+        "job_id": pl.Utf8,
+        "team": pl.Utf8,
+        "scenario": pl.Utf8,
+        "gpu_minutes": pl.Int64,  # GPU-minutes with data while the job held GPUs
+        "busy_minutes": pl.Int64,
+        "idle_minutes": pl.Int64,  # idle, memory released
+        "idle_held_minutes": pl.Int64,  # idle while holding GPU memory above the threshold
+        "no_data_minutes": pl.Int64,  # allocated minutes with no telemetry: never idle, never busy
+    }
+)
+
+QUOTA_PLAN_ITEMS = pl.Schema(
+    {
+        "plan_id": pl.Utf8,
+        "cluster": pl.Utf8,
+        "kind": pl.Utf8,  # account | qos
+        "name": pl.Utf8,  # the team's account or QOS
+        "team": pl.Utf8,
+        "current_gpus": pl.Int32,  # null = unlimited
+        "proposed_gpus": pl.Int32,
+        "reason": pl.Utf8,
+        "evidence": pl.Utf8,
+        "expected_effect": pl.Utf8,
+    }
+)
