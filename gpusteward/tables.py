@@ -7,11 +7,20 @@ null, never a zero.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+
 import polars as pl
+from polars._typing import PolarsDataType
 
 TS = pl.Datetime("us")
 
-GPU_MINUTES = pl.Schema(
+
+def schema(columns: Mapping[str, PolarsDataType]) -> pl.Schema:
+    """A polars schema from a column -> type mapping (typed for mypy)."""
+    return pl.Schema(columns)
+
+
+GPU_MINUTES = schema(
     {
         "cluster": pl.Utf8,
         "host": pl.Utf8,
@@ -32,7 +41,7 @@ GPU_MINUTES = pl.Schema(
 )
 GPU_MINUTES_KEY = ("cluster", "host", "gpu", "ts")
 
-JOBS = pl.Schema(
+JOBS = schema(
     {
         "cluster": pl.Utf8,
         "job_id": pl.Int64,
@@ -59,7 +68,7 @@ JOBS = pl.Schema(
 )
 JOBS_KEY = ("cluster", "job_id", "submit_time")
 
-JOB_EVENTS = pl.Schema(
+JOB_EVENTS = schema(
     {
         "cluster": pl.Utf8,
         "job_id": pl.Int64,
@@ -72,7 +81,7 @@ JOB_EVENTS = pl.Schema(
 )
 JOB_EVENTS_KEY = ("cluster", "job_id", "ts", "event")
 
-INFERENCE_WINDOWS = pl.Schema(
+INFERENCE_WINDOWS = schema(
     {
         "cluster": pl.Utf8,
         "service": pl.Utf8,  # model name as the server labels it
@@ -96,7 +105,7 @@ INFERENCE_WINDOWS = pl.Schema(
 )
 INFERENCE_WINDOWS_KEY = ("cluster", "service", "instance", "ts")
 
-QUOTA_SNAPSHOTS = pl.Schema(
+QUOTA_SNAPSHOTS = schema(
     {
         "cluster": pl.Utf8,
         "ts": TS,

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import polars as pl
 
-from gpusteward.tables import TS
+from gpusteward.tables import TS, schema
 
-SLA_RESULTS = pl.Schema(
+SLA_RESULTS = schema(
     {
         "month": pl.Utf8,  # YYYY-MM
         "scenario": pl.Utf8,
@@ -23,7 +23,7 @@ SLA_RESULTS = pl.Schema(
     }
 )
 
-BREACH_EPISODES = pl.Schema(
+BREACH_EPISODES = schema(
     {
         "line": pl.Utf8,  # protection line kind, e.g. inference_reserve
         "subject": pl.Utf8,  # e.g. the cluster name
@@ -38,7 +38,7 @@ BREACH_EPISODES = pl.Schema(
     }
 )
 
-IDLE_BY_JOB = pl.Schema(
+IDLE_BY_JOB = schema(
     {
         "cluster": pl.Utf8,
         "job_id": pl.Utf8,
@@ -52,7 +52,7 @@ IDLE_BY_JOB = pl.Schema(
     }
 )
 
-QUOTA_PLAN_ITEMS = pl.Schema(
+QUOTA_PLAN_ITEMS = schema(
     {
         "plan_id": pl.Utf8,
         "cluster": pl.Utf8,
@@ -64,5 +64,26 @@ QUOTA_PLAN_ITEMS = pl.Schema(
         "reason": pl.Utf8,
         "evidence": pl.Utf8,
         "expected_effect": pl.Utf8,
+    }
+)
+
+USAGE = schema(
+    {
+        "cluster": pl.Utf8,
+        "scenario": pl.Utf8,
+        "team": pl.Utf8,
+        "gpu_hours": pl.Float64,  # allocated GPU-hours of jobs inside the month
+        "jobs": pl.Int64,  # job records that held GPUs in the month
+    }
+)
+
+COMPLETENESS = schema(
+    {
+        "source": pl.Utf8,  # gpu_minutes | inference_windows | jobs
+        "cluster": pl.Utf8,
+        "expected": pl.Int64,  # rows expected (e.g. GPU-minutes of the GPUs in inventory)
+        "present": pl.Int64,
+        "missing": pl.Int64,
+        "detail": pl.Utf8,  # e.g. the longest gap: host, GPUs, from, to
     }
 )

@@ -107,7 +107,7 @@ def _build_scalar(tp: Any, value: Any, path: str, problems: list[str]) -> Any:
             except ValueError as exc:
                 problems.append(f"{path}: {exc}")
                 return _INVALID
-        problems.append(f"{path}: expected a duration such as \"5m\", got {_describe(value)}")
+        problems.append(f'{path}: expected a duration such as "5m", got {_describe(value)}')
         return _INVALID
     if isinstance(tp, type) and issubclass(tp, Enum):
         try:

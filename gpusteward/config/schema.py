@@ -68,7 +68,7 @@ class RuleConfig:
 @dataclass(frozen=True)
 class SloConfig:
     indicator: str = req("indicator name from the catalogue (docs/config.md#indicators)")
-    threshold: float = req("objective: a duration (\"30m\") for time indicators, a number otherwise")
+    threshold: float = req('objective: a duration ("30m") for time indicators, a number otherwise')
     target: float = opt(0.99, "share of windows or subjects that must meet the threshold")
     window: timedelta = opt(timedelta(days=30), "evaluation window, e.g. 30d")
 
@@ -93,8 +93,10 @@ class InferenceReserveLine:
     min_gpus: int = req("GPUs that must stay available to online inference")
     for_: timedelta = opt(timedelta(minutes=10), "a breach must last this long before it alerts (key: for)")
     severity: Literal["critical", "warning", "info"] = opt("critical", "alert severity")
-    fallback: str = opt("Pause or preempt low-priority training in the cluster until inference has its reserve back.",
-                        "recommended action carried by the alert")
+    fallback: str = opt(
+        "Pause or preempt low-priority training in the cluster until inference has its reserve back.",
+        "recommended action carried by the alert",
+    )
     receivers: list[str] = opt([], "receiver names; empty means all receivers")
 
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 from gpusteward.config.schema import Config
@@ -16,24 +17,35 @@ def _zone_ok(name: str) -> bool:
     return True
 
 
-def check_semantics(config: Config) -> list[str]:
-    problems: list[str] = []
-    cluster_names = [c.name for c in config.clusters]
+def _clusters(config: Config) -> list[str]:
+    problems = []
+    names = [c.name for c in config.clusters]
     for i, c in enumerate(config.clusters):
-        if cluster_names.count(c.name) > 1:
+        if names.count(c.name) > 1:
             problems.append(f"clusters[{i}].name: duplicate cluster {c.name!r}")
         if not _zone_ok(c.timezone):
             problems.append(f"clusters[{i}].timezone: unknown time zone {c.timezone!r}")
-    total_share = 0.0
+    return problems
+
+
+def _teams_and_rules(config: Config) -> list[str]:
+    problems = []
     for name, team in config.teams.items():
         if not 0.0 <= team.entitled_share <= 1.0:
-            problems.append(f"teams.{name}.entitled_share: expected a fraction between 0 and 1, got {team.entitled_share}")
-        total_share += team.entitled_share
-    if total_share > 1.0 + 1e-9:
-        problems.append(f"teams: entitled shares add up to {total_share:.2f}, more than the whole pool (1.0)")
+            problems.append(
+                f"teams.{name}.entitled_share: expected a fraction between 0 and 1, got {team.entitled_share}"
+            )
+    total = sum(t.entitled_share for t in config.teams.values())
+    if total > 1.0 + 1e-9:
+        problems.append(f"teams: entitled shares add up to {total:.2f}, more than the whole pool (1.0)")
     for i, rule in enumerate(config.rules):
         if rule.team is not None and rule.team not in config.teams:
             problems.append(f"rules[{i}].team: unknown team {rule.team!r}")
+    return problems
+
+
+def _slos(config: Config) -> list[str]:
+    problems = []
     for scenario, sc in config.scenarios.items():
         for j, slo in enumerate(sc.slos):
             path = f"scenarios.{scenario.value}.slos[{j}]"
@@ -44,23 +56,47 @@ def check_semantics(config: Config) -> list[str]:
                 problems.append(f"{path}.indicator: {slo.indicator!r} does not apply to scenario {scenario.value!r}")
             if not 0.0 < slo.target <= 1.0:
                 problems.append(f"{path}.target: expected a fraction in (0, 1], got {slo.target}")
+    return problems
+
+
+def _alerts_and_lines(config: Config) -> list[str]:
+    problems = []
     receiver_names = {r.name for r in config.alerts.receivers}
     for i, r in enumerate(config.alerts.receivers):
         if r.kind == "webhook" and not r.url:
             problems.append(f"alerts.receivers[{i}].url: a webhook receiver needs a url")
         if r.kind == "jsonl" and not r.path:
             problems.append(f"alerts.receivers[{i}].path: a jsonl receiver needs a path")
+    cluster_names = {c.name for c in config.clusters}
     for i, line in enumerate(config.protection.inference_reserve):
         path = f"protection.inference_reserve[{i}]"
         if line.cluster not in cluster_names:
             problems.append(f"{path}.cluster: unknown cluster {line.cluster!r}")
         if line.min_gpus < 0:
             problems.append(f"{path}.min_gpus: expected a non-negative number of GPUs, got {line.min_gpus}")
-        for name in line.receivers:
-            if name not in receiver_names:
-                problems.append(f"{path}.receivers: unknown receiver {name!r}")
+        problems.extend(
+            f"{path}.receivers: unknown receiver {name!r}" for name in line.receivers if name not in receiver_names
+        )
+    return problems
+
+
+def _reports_and_quota(config: Config) -> list[str]:
+    problems = []
     if not _zone_ok(config.reports.timezone):
         problems.append(f"reports.timezone: unknown time zone {config.reports.timezone!r}")
     if not 0.0 < config.quota.max_step <= 1.0:
         problems.append(f"quota.max_step: expected a fraction in (0, 1], got {config.quota.max_step}")
     return problems
+
+
+CHECKS: tuple[Callable[[Config], list[str]], ...] = (
+    _clusters,
+    _teams_and_rules,
+    _slos,
+    _alerts_and_lines,
+    _reports_and_quota,
+)
+
+
+def check_semantics(config: Config) -> list[str]:
+    return [problem for check in CHECKS for problem in check(config)]

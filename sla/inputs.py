@@ -1,0 +1,46 @@
+"""What the evaluators read: the month's frames, already loaded by the caller."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import datetime
+
+import polars as pl
+
+from gpusteward.domain import Month
+from gpusteward.tables import schema
+
+GPU_INVENTORY = schema(
+    {
+        "cluster": pl.Utf8,
+        "host": pl.Utf8,
+        "gpu": pl.Int16,
+        "uuid": pl.Utf8,
+        "model_name": pl.Utf8,
+        "first_seen": pl.Datetime("us"),
+        "last_seen": pl.Datetime("us"),
+    }
+)
+
+
+@dataclass(frozen=True)
+class EvaluationInputs:
+    """Everything one month's evaluation needs. Frames follow gpusteward.tables schemas.
+
+    - jobs: JOBS records whose [start or submit, end) overlaps the month (running jobs have a null end)
+    - job_events: JOB_EVENTS of those jobs
+    - gpu_minutes: GPU_MINUTES rows with ts in [month.start, month.end)
+    - inference_windows: INFERENCE_WINDOWS rows with ts in the month
+    - quota_snapshots: QUOTA_SNAPSHOTS up to the month's end
+    - gpus: GPU_INVENTORY, every GPU the telemetry has ever shown
+    - data_end: the last minute of telemetry the warehouse holds (a month still in progress ends there)
+    """
+
+    month: Month
+    jobs: pl.DataFrame
+    job_events: pl.DataFrame
+    gpu_minutes: pl.DataFrame
+    inference_windows: pl.DataFrame
+    quota_snapshots: pl.DataFrame
+    gpus: pl.DataFrame
+    data_end: datetime | None

@@ -1,0 +1,49 @@
+"""Numbered schema migrations: `migrations/NNN_name.sql`, applied once each, in order."""
+
+from __future__ import annotations
+
+import re
+from importlib import resources
+
+import duckdb
+
+from warehouse.sql import run, scalar
+
+_NAME = re.compile(r"^(\d{3})_[a-z0-9_]+\.sql$")
+
+
+def available() -> list[tuple[int, str, str]]:
+    """(number, file name, SQL) of every migration shipped with the package, in order."""
+    found = []
+    for entry in resources.files("warehouse.migrations").iterdir():
+        m = _NAME.match(entry.name)
+        if m:
+            found.append((int(m.group(1)), entry.name, entry.read_text(encoding="utf-8")))
+    return sorted(found)
+
+
+def migrate(con: duckdb.DuckDBPyConnection) -> list[str]:
+    """Apply pending migrations, each in its own transaction; return the names applied."""
+    run(
+        con,
+        "CREATE TABLE IF NOT EXISTS schema_migrations (number INTEGER PRIMARY KEY, name VARCHAR, applied_at TIMESTAMP)",
+    )
+    done = {row[0] for row in run(con, "SELECT number FROM schema_migrations")}
+    applied = []
+    for number, name, sql in available():
+        if number in done:
+            continue
+        run(con, "BEGIN TRANSACTION")
+        try:
+            run(con, sql)
+            run(con, "INSERT INTO schema_migrations VALUES (?, ?, now()::TIMESTAMP)", [number, name])
+            run(con, "COMMIT")
+        except Exception:
+            run(con, "ROLLBACK")
+            raise
+        applied.append(name)
+    return applied
+
+
+def current_version(con: duckdb.DuckDBPyConnection) -> int:
+    return int(scalar(con, "SELECT coalesce(max(number), 0) FROM schema_migrations"))

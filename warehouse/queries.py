@@ -1,0 +1,271 @@
+"""Named, typed queries. Each returns polars frames in the contracts' schemas."""
+
+from __future__ import annotations
+
+from datetime import datetime, timedelta
+from typing import Any
+
+import duckdb
+import polars as pl
+
+from gpusteward import tables
+from gpusteward.domain import Month
+from gpusteward.tables import schema
+from sla import results
+from sla.inputs import GPU_INVENTORY, EvaluationInputs
+from sla.outputs import MonthOutputs
+from warehouse.sql import run, scalar
+
+USER_TABLES = (
+    "gpus",
+    "gpu_minutes",
+    "jobs",
+    "job_events",
+    "inference_windows",
+    "quota_snapshots",
+    "import_runs",
+    "sla_results",
+    "idle_by_job",
+    "breach_episodes",
+    "usage",
+    "completeness",
+    "quota_plans",
+    "quota_plan_items",
+    "alerts",
+)
+_TIME_COLUMN = {
+    "gpu_minutes": "ts",
+    "jobs": "submit_time",
+    "job_events": "ts",
+    "inference_windows": "ts",
+    "quota_snapshots": "ts",
+}
+
+
+def count(con: duckdb.DuckDBPyConnection, table: str) -> int:
+    if table not in USER_TABLES:
+        raise ValueError(f"unknown table {table!r}")
+    return int(scalar(con, f'SELECT count(*) FROM "{table}"'))  # noqa: S608 - checked above
+
+
+def _frame(con: duckdb.DuckDBPyConnection, sql: str, params: list[Any], schema: pl.Schema) -> pl.DataFrame:
+    frame = con.sql(sql, params=params or None).pl()
+    return tables.conform(frame, schema) if frame.height else tables.empty(schema)
+
+
+def _bounds(month: Month) -> list[datetime]:
+    return [month.start.replace(tzinfo=None), month.end.replace(tzinfo=None)]
+
+
+def evaluation_inputs(con: duckdb.DuckDBPyConnection, month: Month) -> EvaluationInputs:
+    lo, hi = _bounds(month)
+    jobs = _frame(
+        con,
+        "SELECT * FROM jobs WHERE submit_time < ? AND (end_time IS NULL OR end_time >= ?)"
+        " ORDER BY cluster, job_id, submit_time",
+        [hi, lo],
+        tables.JOBS,
+    )
+    events = _frame(
+        con,
+        "SELECT e.* FROM job_events e SEMI JOIN ("
+        "  SELECT cluster, job_id FROM jobs WHERE submit_time < ? AND (end_time IS NULL OR end_time >= ?)"
+        ") j USING (cluster, job_id) ORDER BY e.cluster, e.job_id, e.ts",
+        [hi, lo],
+        tables.JOB_EVENTS,
+    )
+    minutes = _frame(
+        con,
+        "SELECT g.cluster, g.host, g.gpu, g.uuid, g.model_name, m.* EXCLUDE (gpu_key)"
+        " FROM gpu_minutes m JOIN gpus g USING (gpu_key) WHERE m.ts >= ? AND m.ts < ?"
+        " ORDER BY g.cluster, g.host, g.gpu, m.ts",
+        [lo, hi],
+        tables.GPU_MINUTES,
+    )
+    windows = _frame(
+        con,
+        "SELECT * FROM inference_windows WHERE ts > ? AND ts <= ? ORDER BY cluster, service, instance, ts",
+        [lo, hi],
+        tables.INFERENCE_WINDOWS,
+    )
+    quotas = _frame(con, "SELECT * FROM quota_snapshots WHERE ts < ? ORDER BY ts", [hi], tables.QUOTA_SNAPSHOTS)
+    gpus = _frame(con, "SELECT * EXCLUDE (gpu_key) FROM gpus ORDER BY cluster, host, gpu", [], GPU_INVENTORY)
+    last = scalar(con, "SELECT max(ts) FROM gpu_minutes")
+    data_end = last + timedelta(minutes=1) if last is not None else None
+    return EvaluationInputs(month, jobs, events, minutes, windows, quotas, gpus, data_end)
+
+
+def completeness(con: duckdb.DuckDBPyConnection, month: Month) -> pl.DataFrame:
+    """Expected vs present GPU-minutes per cluster in the month, and the largest gap.
+
+    Expected minutes run from the month's start (or a GPU's first sample) to the month's end (or
+    the cluster's last sample): a GPU that never answered in the month is all missing.
+    """
+    lo, hi = _bounds(month)
+    sql = """
+    WITH span AS (
+        SELECT g.cluster, greatest(min(m.ts), ?) AS lo, least(max(m.ts) + INTERVAL 1 MINUTE, ?) AS hi
+        FROM gpu_minutes m JOIN gpus g USING (gpu_key) WHERE m.ts >= ? AND m.ts < ? GROUP BY g.cluster
+    ),
+    inventory AS (
+        SELECT g.gpu_key, g.cluster, g.host,
+               greatest(s.lo, date_trunc('minute', g.first_seen)) AS lo, s.hi
+        FROM gpus g JOIN span s USING (cluster)
+        WHERE g.first_seen < s.hi AND g.last_seen >= s.lo
+    ),
+    present AS (
+        SELECT gpu_key, count(*) AS n FROM gpu_minutes WHERE ts >= ? AND ts < ? GROUP BY gpu_key
+    ),
+    per_gpu AS (
+        SELECT i.cluster, i.host, i.gpu_key,
+               greatest(date_diff('minute', i.lo, i.hi), 0) AS expected, coalesce(p.n, 0) AS present
+        FROM inventory i LEFT JOIN present p USING (gpu_key)
+    ),
+    gaps AS (
+        SELECT g.cluster, g.host, prev + INTERVAL 1 MINUTE AS gap_start, ts AS gap_end,
+               date_diff('minute', prev, ts) - 1 AS gap_minutes
+        FROM (SELECT gpu_key, ts, lag(ts) OVER (PARTITION BY gpu_key ORDER BY ts) AS prev
+              FROM gpu_minutes WHERE ts >= ? AND ts < ?) m
+        JOIN gpus g USING (gpu_key)
+        WHERE prev IS NOT NULL AND date_diff('minute', prev, ts) > 1
+    ),
+    worst AS (
+        SELECT cluster, host, gap_start, gap_end, gap_minutes, count(*) AS gpus,
+               row_number() OVER (PARTITION BY cluster ORDER BY sum(gap_minutes) DESC, host) AS rn
+        FROM gaps GROUP BY cluster, host, gap_start, gap_end, gap_minutes
+    )
+    SELECT 'gpu_minutes' AS source, p.cluster, sum(p.expected)::BIGINT AS expected,
+           sum(least(p.present, p.expected))::BIGINT AS present,
+           (sum(p.expected) - sum(least(p.present, p.expected)))::BIGINT AS missing,
+           any_value(CASE WHEN w.host IS NULL THEN NULL ELSE
+               w.host || ': ' || w.gpus || ' GPUs silent ' || strftime(w.gap_start, '%Y-%m-%d %H:%M') || ' to '
+               || strftime(w.gap_end, '%Y-%m-%d %H:%M') || ' UTC (' || w.gap_minutes || ' min each)' END) AS detail
+    FROM per_gpu p LEFT JOIN (SELECT * FROM worst WHERE rn = 1) w USING (cluster)
+    GROUP BY p.cluster ORDER BY p.cluster
+    """
+    params = [lo, hi, lo, hi, lo, hi, lo, hi]
+    return _frame(con, sql, params, results.COMPLETENESS)
+
+
+def _month_frame(con: duckdb.DuckDBPyConnection, table: str, month: Month, schema: pl.Schema) -> pl.DataFrame:
+    return _frame(con, f'SELECT * EXCLUDE (month) FROM "{table}" WHERE month = ?', [str(month)], schema)  # noqa: S608
+
+
+def month_outputs(con: duckdb.DuckDBPyConnection, month: Month) -> MonthOutputs:
+    plan_row = run(
+        con, "SELECT plan_id FROM quota_plans WHERE month = ? ORDER BY created_at DESC LIMIT 1", [str(month)]
+    )
+    plan_items = (
+        _frame(con, "SELECT * FROM quota_plan_items WHERE plan_id = ?", [plan_row[0][0]], results.QUOTA_PLAN_ITEMS)
+        if plan_row
+        else tables.empty(results.QUOTA_PLAN_ITEMS)
+    )
+    sla = _frame(con, "SELECT * FROM sla_results WHERE month = ?", [str(month)], results.SLA_RESULTS)
+    return MonthOutputs(
+        month=month,
+        results=sla,
+        idle=_month_frame(con, "idle_by_job", month, results.IDLE_BY_JOB),
+        episodes=_month_frame(con, "breach_episodes", month, results.BREACH_EPISODES),
+        usage=_month_frame(con, "usage", month, results.USAGE),
+        completeness=_month_frame(con, "completeness", month, results.COMPLETENESS),
+        plan_items=plan_items,
+    )
+
+
+def output_months(con: duckdb.DuckDBPyConnection) -> list[str]:
+    return [r[0] for r in run(con, "SELECT DISTINCT month FROM sla_results ORDER BY month")]
+
+
+def data_months(con: duckdb.DuckDBPyConnection) -> list[str]:
+    rows = run(
+        con,
+        "SELECT DISTINCT strftime(ts, '%Y-%m') AS m FROM ("
+        " SELECT min(ts) AS ts FROM gpu_minutes UNION ALL SELECT max(ts) FROM gpu_minutes"
+        " UNION ALL SELECT min(submit_time) FROM jobs UNION ALL SELECT max(coalesce(end_time, submit_time)) FROM jobs"
+        ") WHERE ts IS NOT NULL ORDER BY m",
+    )
+    if not rows:
+        return []
+    first, last = Month.parse(rows[0][0]), Month.parse(rows[-1][0])
+    out, m = [], first
+    while m <= last:
+        out.append(str(m))
+        m = m.next()
+    return out
+
+
+ALERTS = schema(
+    {
+        "fingerprint": pl.Utf8,
+        "status": pl.Utf8,
+        "month": pl.Utf8,
+        "line": pl.Utf8,
+        "subject": pl.Utf8,
+        "severity": pl.Utf8,
+        "starts_at": pl.Datetime("us"),
+        "ends_at": pl.Datetime("us"),
+        "summary": pl.Utf8,
+        "body": pl.Utf8,
+        "recorded_at": pl.Datetime("us"),
+    }
+)
+
+
+def alerts(con: duckdb.DuckDBPyConnection, month: Month | None) -> pl.DataFrame:
+    if month is None:
+        return _frame(con, "SELECT * FROM alerts ORDER BY starts_at, fingerprint, status", [], ALERTS)
+    return _frame(
+        con, "SELECT * FROM alerts WHERE month = ? ORDER BY starts_at, fingerprint, status", [str(month)], ALERTS
+    )
+
+
+PLANS = schema(
+    {
+        "plan_id": pl.Utf8,
+        "month": pl.Utf8,
+        "created_at": pl.Datetime("us"),
+        "status": pl.Utf8,
+        "dry_run": pl.Boolean,
+        "body": pl.Utf8,
+    }
+)
+
+
+def plans(con: duckdb.DuckDBPyConnection, month: Month | None) -> pl.DataFrame:
+    if month is None:
+        return _frame(con, "SELECT * FROM quota_plans ORDER BY created_at", [], PLANS)
+    return _frame(con, "SELECT * FROM quota_plans WHERE month = ? ORDER BY created_at", [str(month)], PLANS)
+
+
+def status(con: duckdb.DuckDBPyConnection) -> dict[str, Any]:
+    """Tables with row counts and time coverage; GPU-minute completeness per month of data."""
+    info: dict[str, Any] = {}
+    for table in USER_TABLES:
+        entry: dict[str, Any] = {"rows": count(con, table)}
+        column = _TIME_COLUMN.get(table)
+        if column:
+            lo, hi = run(con, f'SELECT min("{column}"), max("{column}") FROM "{table}"')[0]  # noqa: S608
+            entry["min_ts"] = lo.isoformat() if lo else None
+            entry["max_ts"] = hi.isoformat() if hi else None
+        info[table] = entry
+    months = data_months(con)
+    coverage = []
+    for m in months:
+        frame = completeness(con, Month.parse(m))
+        for row in frame.iter_rows(named=True):
+            expected = row["expected"] or 0
+            coverage.append(
+                row
+                | {
+                    "month": m,
+                    "completeness": round(row["present"] / expected, 6) if expected else None,
+                }
+            )
+    runs = run(
+        con, "SELECT count(*) FILTER (WHERE status = 'ok'), count(*) FILTER (WHERE status = 'failed') FROM import_runs"
+    )[0]
+    return {
+        "tables": info,
+        "completeness": coverage,
+        "import_runs": {"ok": runs[0] if runs else 0, "failed": runs[1] if runs else 0},
+    }

@@ -1,0 +1,18 @@
+"""Statement helpers: DuckDB 2 blocks a connection until a result is fully fetched."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import duckdb
+
+
+def run(con: duckdb.DuckDBPyConnection, sql: str, params: Sequence[Any] | None = None) -> list[tuple[Any, ...]]:
+    """Execute one statement and fetch all of its result, freeing the connection."""
+    return con.execute(sql, params).fetchall() if params is not None else con.execute(sql).fetchall()
+
+
+def scalar(con: duckdb.DuckDBPyConnection, sql: str, params: Sequence[Any] | None = None) -> Any:
+    rows = run(con, sql, params)
+    return rows[0][0] if rows else None

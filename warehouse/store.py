@@ -1,0 +1,247 @@
+"""The Warehouse: the one owner of the DuckDB connection."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator, Mapping, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+import duckdb
+import polars as pl
+
+from gpusteward.domain import Month
+from sla.inputs import EvaluationInputs
+from sla.outputs import MonthOutputs
+from warehouse import ingest, queries
+from warehouse.migrate import current_version, migrate
+from warehouse.sql import run
+
+INGEST_TABLES = ("gpu_minutes", "jobs", "job_events", "inference_windows", "quota_snapshots")
+
+
+@dataclass(frozen=True)
+class IngestResult:
+    source: str
+    offered: dict[str, int]
+    stored: dict[str, int]
+
+
+def _naive_utc(moment: datetime) -> datetime:
+    return moment.astimezone(UTC).replace(tzinfo=None) if moment.tzinfo else moment
+
+
+class Warehouse:
+    """Typed access to the warehouse. Nothing outside this package runs SQL."""
+
+    def __init__(self, con: duckdb.DuckDBPyConnection, path: str, *, read_only: bool) -> None:
+        self._con = con
+        self.path = path
+        self.read_only = read_only
+
+    # -- writing -------------------------------------------------------------------------------
+
+    def ingest(self, source: str, frames: Mapping[str, pl.DataFrame], problems: Sequence[str] = ()) -> IngestResult:
+        """Store one collected batch atomically and record the import run.
+
+        A failure rolls the whole batch back (earlier batches stay) and is recorded as a failed run.
+        """
+        started = datetime.now(UTC).replace(tzinfo=None)
+        offered = {name: frame.height for name, frame in frames.items()}
+        stored: dict[str, int] = {}
+        con = self._con
+        run(con, "BEGIN TRANSACTION")
+        try:
+            for name, frame in frames.items():
+                if name not in INGEST_TABLES:
+                    raise ValueError(f"{source}: unknown table {name!r} in batch")
+                if name == "gpu_minutes":
+                    stored[name] = ingest.ingest_gpu_minutes(con, frame)
+                else:
+                    stored[name] = ingest.ingest_keyed(con, name, frame)
+            lo, hi = _time_range(frames)
+            run(
+                con,
+                "INSERT INTO import_runs (source, started_at, finished_at, status, rows_offered, rows_stored,"
+                " min_ts, max_ts, problems) VALUES (?, ?, now()::TIMESTAMP, 'ok', ?, ?, ?, ?, ?)",
+                [source, started, json.dumps(offered), json.dumps(stored), lo, hi, json.dumps(list(problems))],
+            )
+            run(con, "COMMIT")
+        except BaseException:
+            run(con, "ROLLBACK")
+            raise
+        return IngestResult(source, offered, stored)
+
+    def record_failed_import(self, source: str, error: str) -> None:
+        run(
+            self._con,
+            "INSERT INTO import_runs (source, started_at, finished_at, status, problems)"
+            " VALUES (?, now()::TIMESTAMP, now()::TIMESTAMP, 'failed', ?)",
+            [source, json.dumps([error])],
+        )
+
+    def store_month_outputs(self, outputs: MonthOutputs) -> None:
+        """Replace the month's evaluated outputs in one transaction."""
+        month = str(outputs.month)
+        parts = {
+            "sla_results": outputs.results,
+            "idle_by_job": outputs.idle,
+            "breach_episodes": outputs.episodes,
+            "usage": outputs.usage,
+            "completeness": outputs.completeness,
+        }
+        con = self._con
+        run(con, "BEGIN TRANSACTION")
+        try:
+            for table, frame in parts.items():
+                run(con, f'DELETE FROM "{table}" WHERE month = ?', [month])  # noqa: S608 - fixed names
+                _insert(con, table, frame.with_columns(pl.lit(month).alias("month")))
+            run(con, "COMMIT")
+        except BaseException:
+            run(con, "ROLLBACK")
+            raise
+
+    def store_plan(
+        self,
+        plan_id: str,
+        month: Month,
+        created_at: datetime,
+        status: str,
+        *,
+        dry_run: bool,
+        body: dict[str, Any],
+        items: pl.DataFrame,
+    ) -> None:
+        con = self._con
+        run(con, "BEGIN TRANSACTION")
+        try:
+            run(con, "DELETE FROM quota_plan_items WHERE plan_id = ?", [plan_id])
+            run(
+                con,
+                "INSERT OR REPLACE INTO quota_plans VALUES (?, ?, ?, ?, ?, ?)",
+                [plan_id, str(month), _naive_utc(created_at), status, dry_run, json.dumps(body, default=str)],
+            )
+            _insert(con, "quota_plan_items", items)
+            run(con, "COMMIT")
+        except BaseException:
+            run(con, "ROLLBACK")
+            raise
+
+    def record_alerts(self, month: Month, alerts: Sequence[Mapping[str, Any]]) -> int:
+        """Record alerts (fingerprint, status, ...) once each; return how many were new."""
+        if not alerts:
+            return 0
+        rows = pl.DataFrame(
+            [
+                {
+                    "fingerprint": a["fingerprint"],
+                    "status": a["status"],
+                    "month": str(month),
+                    "line": a.get("line"),
+                    "subject": a.get("subject"),
+                    "severity": a.get("severity"),
+                    "starts_at": a.get("starts_at"),
+                    "ends_at": a.get("ends_at"),
+                    "summary": a.get("summary"),
+                    "body": json.dumps(a.get("body", {}), default=str),
+                    "recorded_at": datetime.now(UTC).replace(tzinfo=None),
+                }
+                for a in alerts
+            ],
+            schema_overrides={"starts_at": pl.Datetime("us"), "ends_at": pl.Datetime("us")},
+        )
+        before = self.count("alerts")
+        self._con.register("_alerts", rows)
+        try:
+            run(self._con, "INSERT OR IGNORE INTO alerts SELECT * FROM _alerts")
+        finally:
+            self._con.unregister("_alerts")
+        return self.count("alerts") - before
+
+    # -- reading -------------------------------------------------------------------------------
+
+    def count(self, table: str) -> int:
+        return queries.count(self._con, table)
+
+    def counts(self) -> dict[str, int]:
+        return {t: self.count(t) for t in queries.USER_TABLES}
+
+    def evaluation_inputs(self, month: Month) -> EvaluationInputs:
+        return queries.evaluation_inputs(self._con, month)
+
+    def completeness(self, month: Month) -> pl.DataFrame:
+        return queries.completeness(self._con, month)
+
+    def month_outputs(self, month: Month) -> MonthOutputs:
+        return queries.month_outputs(self._con, month)
+
+    def months(self) -> list[Month]:
+        """Months that have evaluated outputs, oldest first."""
+        return [Month.parse(m) for m in queries.output_months(self._con)]
+
+    def data_months(self) -> list[Month]:
+        """Months that have any telemetry or job data, oldest first."""
+        return [Month.parse(m) for m in queries.data_months(self._con)]
+
+    def alerts(self, month: Month | None = None) -> pl.DataFrame:
+        return queries.alerts(self._con, month)
+
+    def plans(self, month: Month | None = None) -> pl.DataFrame:
+        return queries.plans(self._con, month)
+
+    def status(self) -> dict[str, Any]:
+        return queries.status(self._con) | {"path": self.path, "schema_version": current_version(self._con)}
+
+
+def _time_range(frames: Mapping[str, pl.DataFrame]) -> tuple[datetime | None, datetime | None]:
+    lo: datetime | None = None
+    hi: datetime | None = None
+    for name, frame in frames.items():
+        column = "submit_time" if name == "jobs" else "ts"
+        if frame.is_empty() or column not in frame.columns:
+            continue
+        fmin, fmax = frame[column].min(), frame[column].max()
+        if isinstance(fmin, datetime):
+            lo = fmin if lo is None else min(lo, fmin)
+        if isinstance(fmax, datetime):
+            hi = fmax if hi is None else max(hi, fmax)
+    return lo, hi
+
+
+def _insert(con: duckdb.DuckDBPyConnection, table: str, frame: pl.DataFrame) -> None:
+    if frame.is_empty():
+        return
+    con.register("_rows", frame)
+    try:
+        cols = ", ".join(f'"{c}"' for c in frame.columns)
+        run(con, f'INSERT INTO "{table}" ({cols}) SELECT {cols} FROM _rows')  # noqa: S608 - our columns
+    finally:
+        con.unregister("_rows")
+
+
+@contextmanager
+def open_warehouse(
+    path: str | Path, *, read_only: bool = False, threads: int = 2, memory_limit: str = "4GB"
+) -> Iterator[Warehouse]:
+    """Open (and, when writable, create and migrate) the warehouse at `path`.
+
+    Read-only connections cannot reach the file system through SQL (external access disabled).
+    """
+    p = str(path)
+    config: dict[str, Any] = {"threads": threads, "memory_limit": memory_limit}
+    if read_only:
+        if not Path(p).exists():
+            raise FileNotFoundError(f"{p}: no warehouse here (run `gpusteward import` first)")
+        config["enable_external_access"] = False
+    else:
+        Path(p).parent.mkdir(parents=True, exist_ok=True)
+    con = duckdb.connect(p, read_only=read_only, config=config)
+    try:
+        if not read_only:
+            migrate(con)
+        yield Warehouse(con, p, read_only=read_only)
+    finally:
+        con.close()
