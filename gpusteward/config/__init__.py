@@ -35,6 +35,14 @@ __all__ = [
     "SloConfig",
     "TeamConfig",
     "WarehouseConfig",
+    "example_config_path",
     "load_config",
     "load_config_text",
 ]
+
+
+def example_config_path() -> str:
+    """The packaged example config (also at examples/gpusteward.toml): the simulated demo pool."""
+    from importlib import resources
+
+    return str(resources.files("gpusteward.config").joinpath("example.toml"))
