@@ -37,6 +37,7 @@ def load_config_text(text: str, *, source: str = "<config>", base_dir: str = "."
     problems: list[str] = []
     config = _build(Config, raw, "", problems)
     if isinstance(config, Config):
+        # Cross-field checks run on the valid part even when some fields were rejected.
         config = dataclasses.replace(config, base_dir=base_dir)
         problems.extend(check_semantics(config))
     if problems:
@@ -150,12 +151,15 @@ def _build_dataclass(tp: Any, value: Any, path: str, problems: list[str]) -> Any
             close = difflib.get_close_matches(key, list(fields), n=1)
             hint = f" (did you mean {close[0]!r}?)" if close else ""
             problems.append(f"{_join(path, key)}: unknown field{hint}")
+    # Best effort: an invalid optional field falls back to its default so the cross-field checks
+    # can still run and report their problems in the same pass; the config is rejected anyway.
     kwargs: dict[str, Any] = {}
     ok = True
     for key, f in fields.items():
         fpath = _join(path, key)
+        required = f.default is dataclasses.MISSING and f.default_factory is dataclasses.MISSING
         if key not in value:
-            if f.default is dataclasses.MISSING and f.default_factory is dataclasses.MISSING:
+            if required:
                 problems.append(f"{fpath}: required field is missing")
                 ok = False
             continue
@@ -163,10 +167,10 @@ def _build_dataclass(tp: Any, value: Any, path: str, problems: list[str]) -> Any
             built = _build_threshold(value, fpath, problems)
         else:
             built = _build(hints[f.name], value[key], fpath, problems)
-        if built is _INVALID or _contains_invalid(built):
-            ok = False
+        if built is _INVALID:
+            ok = ok and not required
             continue
-        kwargs[f.name] = built
+        kwargs[f.name] = _strip_invalid(built)
     return tp(**kwargs) if ok else _INVALID
 
 
@@ -187,11 +191,10 @@ def _build_threshold(slo: dict[str, Any], path: str, problems: list[str]) -> Any
     return _build_scalar(float, raw, path, problems)
 
 
-def _contains_invalid(value: Any) -> bool:
-    if value is _INVALID:
-        return True
+def _strip_invalid(value: Any) -> Any:
+    """Drop invalid items from lists and tables (their problems are already recorded)."""
     if isinstance(value, list):
-        return any(_contains_invalid(v) for v in value)
+        return [_strip_invalid(v) for v in value if v is not _INVALID]
     if isinstance(value, dict):
-        return any(_contains_invalid(v) for v in value.values())
-    return False
+        return {k: _strip_invalid(v) for k, v in value.items() if v is not _INVALID}
+    return value
