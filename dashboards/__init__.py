@@ -1,0 +1,1 @@
+"""Streamlit pages over the warehouse, read-only: the overview (app.py is the entry point)."""

@@ -120,7 +120,8 @@ CREATE TABLE sla_results (
 );
 CREATE TABLE idle_by_job (
     month VARCHAR NOT NULL, cluster VARCHAR, job_id VARCHAR, team VARCHAR, scenario VARCHAR,
-    gpu_minutes BIGINT, busy_minutes BIGINT, idle_minutes BIGINT, idle_held_minutes BIGINT, no_data_minutes BIGINT
+    gpu_minutes BIGINT, busy_minutes BIGINT, idle_minutes BIGINT, idle_held_minutes BIGINT, no_data_minutes BIGINT,
+    util_source VARCHAR
 );
 CREATE TABLE breach_episodes (
     month VARCHAR NOT NULL, line VARCHAR, subject VARCHAR, start TIMESTAMP, "end" TIMESTAMP, minutes BIGINT,

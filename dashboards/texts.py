@@ -1,0 +1,21 @@
+"""The dashboard's words: its own small catalogue (dashboards/locales) plus the review's formatting."""
+
+from __future__ import annotations
+
+from reports.locale import LANGS, Formatter, Lang, load_catalogue
+
+LANGUAGE_NAMES: dict[Lang, str] = {"en": "English", "zh": "中文"}
+
+
+class Texts:
+    """`texts("key", name=value)` for dashboard text; `texts.fmt` writes numbers, durations and terms."""
+
+    def __init__(self, lang: Lang) -> None:
+        if lang not in LANGS:
+            raise ValueError(f"unsupported language {lang!r}; expected one of {', '.join(LANGS)}")
+        self.lang = lang
+        self.messages = load_catalogue(lang, "dashboards")
+        self.fmt = Formatter(lang)
+
+    def __call__(self, key: str, **params: object) -> str:
+        return self.messages[key].format(**params)

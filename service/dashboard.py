@@ -1,0 +1,46 @@
+"""Start the Streamlit dashboard on loopback as a child process."""
+
+from __future__ import annotations
+
+import socket
+import subprocess
+import sys
+import time
+from importlib import resources
+from pathlib import Path
+
+
+def free_port() -> int:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def start_dashboard(db_path: str, config_path: str, *, port: int | None = None) -> tuple[subprocess.Popen[bytes], str]:
+    """Run `streamlit run dashboards/app.py` bound to 127.0.0.1; return the process and its URL."""
+    app = Path(str(resources.files("dashboards").joinpath("app.py")))
+    port = port or free_port()
+    command = [
+        sys.executable, "-m", "streamlit", "run", str(app),
+        "--server.address", "127.0.0.1", "--server.port", str(port), "--server.headless", "true",
+        "--browser.gatherUsageStats", "false", "--global.developmentMode", "false",
+        "--", "--db", db_path, "--config", config_path,
+    ]
+    process = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    url = f"http://127.0.0.1:{port}/"
+    _wait_until_listening(port, process)
+    return process, url
+
+
+def _wait_until_listening(port: int, process: subprocess.Popen[bytes], timeout_s: float = 30.0) -> None:
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        if process.poll() is not None:
+            err = process.stderr.read().decode(errors="replace") if process.stderr else ""
+            raise RuntimeError(f"the dashboard exited with code {process.returncode}: {err[-2000:]}")
+        with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+            if s.connect_ex(("127.0.0.1", port)) == 0:
+                return
+        time.sleep(0.2)
+    process.terminate()
+    raise RuntimeError(f"the dashboard did not listen on 127.0.0.1:{port} within {timeout_s:.0f}s")

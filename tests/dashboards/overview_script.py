@@ -1,0 +1,11 @@
+"""AppTest script: the overview page with injected data; `lang` and `empty` come from session state."""
+
+from __future__ import annotations
+
+import streamlit as st
+
+from dashboards.overview import render_overview
+from tests.dashboards.sample import empty_overview, sample_overview
+
+data = empty_overview() if st.session_state.get("empty") else sample_overview()
+render_overview(data, "zh" if st.session_state.get("lang") == "zh" else "en")

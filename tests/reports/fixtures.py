@@ -1,0 +1,155 @@
+"""A small hand-made month with every problem the demo plants, shared by report and dashboard tests.
+
+Planted: starving queue west/eval (evaluation p95 5h30m against 1h), team vision at 1.62x its
+entitled share, chat-70b breaking latency p99 8s, research's idle notebooks (243 idle GPU-hours
+against 100), two inference-reserve breaches on east, and an exporter outage on west.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime, timedelta
+from typing import Any
+
+import polars as pl
+
+from gpusteward.config.schema import Config, InferenceReserveLine, ProtectionConfig, TeamConfig
+from gpusteward.domain import Month
+from sla.outputs import MonthOutputs
+from sla.results import BREACH_EPISODES, COMPLETENESS, IDLE_BY_JOB, QUOTA_PLAN_ITEMS, SLA_RESULTS, USAGE
+
+MONTH = Month(2026, 11)
+
+_RESULTS: list[tuple[Any, ...]] = [
+    # scenario, kind, subject, indicator, value, objective, met, budget_left, rows, completeness, evidence
+    ("training", "queue", "east/train", "queue_wait_p50", 1800.0, None, None, None, 412, 0.99,
+     "sacct east partition=train jobs 1001-1412"),
+    ("training", "queue", "east/train", "queue_wait_p95", 5400.0, 7200.0, True, 0.4, 412, 0.99,
+     "sacct east partition=train jobs 1001-1412"),
+    ("training", "queue", "east/train", "success_rate", 0.91, 0.5, True, None, 398, 0.99,
+     "sacct east partition=train finished records"),
+    ("evaluation", "queue", "west/eval", "queue_wait_p50", 4500.0, None, None, None, 96, 1.0,
+     "sacct west partition=eval jobs 2001-2096"),
+    ("evaluation", "queue", "west/eval", "queue_wait_p95", 19800.0, 3600.0, False, -4.5, 96, 1.0,
+     "sacct west partition=eval jobs 2001-2096"),
+    ("evaluation", "queue", "west/eval", "queue_wait_max", 45000.0, None, None, None, 96, 1.0,
+     "sacct west job 2077 waited longest"),
+    ("batch_inference", "queue", "west/batch", "queue_wait_p95", None, 14400.0, None, None, 0, 0.0, ""),
+    ("online_inference", "service", "chat-70b", "latency_p95", 5.2, None, None, None, 8640, 0.985,
+     "vllm east chat-70b 5m windows"),
+    ("online_inference", "service", "chat-70b", "latency_p99", 11.4, 8.0, False, -0.8, 8640, 0.985,
+     "vllm east chat-70b 5m windows; misses 09:00-12:00 and 19:00-22:00 Asia/Shanghai"),
+    ("online_inference", "service", "chat-70b", "error_rate", 0.004, 0.05, True, 0.92, 8640, 0.985,
+     "vllm east chat-70b 5m windows"),
+    ("online_inference", "service", "embed-small", "latency_p99", 0.85, 8.0, True, 1.0, 8640, 1.0,
+     "vllm east embed-small 5m windows"),
+    ("interactive", "team", "research", "time_to_gpu_p95", 420.0, 900.0, True, 0.7, 58, 0.97,
+     "sacct west partition=interactive sessions"),
+    ("interactive", "team", "research", "idle_gpu_hours", 14600 / 60, 100.0, False, None, 58, 0.97,
+     "idle_by_job team=research scenario=interactive"),
+    ("all", "team", "vision", "share_over_entitlement", 1.62, 1.25, False, None, 25, 1.0,
+     "3,100.5 GPU-hours, 24.3% of the pool against an entitled 15.0%"),
+    ("all", "team", "nlp", "share_over_entitlement", 0.9, 1.25, True, None, 216, 1.0,
+     "4,840.0 GPU-hours, 27.0% of the pool against an entitled 30.0%"),
+]
+
+_IDLE: list[tuple[Any, ...]] = [
+    # cluster, job, team, scenario, gpu_minutes, busy, idle, idle_held, no_data, util_source
+    ("west", "31001", "research", "interactive", 9000, 1200, 1800, 6000, 0, "gr_engine_active"),
+    ("west", "31002", "research", "interactive", 7200, 600, 1500, 5100, 120, "gr_engine_active"),
+    ("east", "31003", "research", "interactive", 3000, 2800, 200, 0, 0, "gpu_util"),
+    ("west", "20010", "nlp", "training", 40000, 39000, 1000, 0, 2880, "mixed"),
+    ("east", "20011", "vision", "training", 30000, 29500, 500, 0, 0, "gr_engine_active"),
+    ("west", "2050", "nlp", "evaluation", 600, 580, 0, 0, 0, "gr_engine_active"),
+]
+
+_USAGE: list[tuple[Any, ...]] = [
+    ("east", "training", "nlp", 4200.0, 120),
+    ("east", "training", "vision", 3100.5, 25),
+    ("west", "evaluation", "nlp", 640.0, 96),
+    ("east", "online_inference", "platform", 5760.0, 4),
+    ("west", "interactive", "research", 1400.0, 58),
+    ("west", "batch_inference", "speech", 820.25, 30),
+    ("east", "general_compute", "unattributed", 12.5, 3),
+]
+
+_COMPLETENESS: list[tuple[Any, ...]] = [
+    ("gpu_minutes", "east", 1382400, 1382400, 0, ""),
+    ("gpu_minutes", "west", 1382400, 1368000, 14400,
+     "west-gpu-05 GPUs 0-7, 2026-11-18 02:00 to 2026-11-19 08:00 (exporter down)"),
+    ("inference_windows", "east", 8640, 8600, 40, "chat-70b east-gpu-02:8000, 2026-11-09 14:00 to 17:20"),
+    ("jobs", "east", 1200, 1200, 0, ""),
+    ("jobs", "west", 900, 900, 0, ""),
+]
+
+_FALLBACK = "Preempt or pause low-priority training on east-gpu-01/02 until online inference holds 12 GPUs again."
+_EPISODES: list[tuple[Any, ...]] = [
+    ("inference_reserve", "east", datetime(2026, 11, 12, 10, 5), 75, 8.0, 12.0, "critical", _FALLBACK,
+     "training jobs 20011, 20014 held 8 GPUs on east-gpu-01/02"),
+    ("inference_reserve", "east", datetime(2026, 11, 21, 14, 0), 45, 10.0, 12.0, "critical", _FALLBACK,
+     "training job 20011 held 6 GPUs on east-gpu-02"),
+]
+
+_PLAN: list[tuple[Any, ...]] = [
+    ("plan-2026-11-a", "east", "account", "vision", "vision", 16, 12,
+     "used 1.62x its entitled share while west/eval starved", "usage team=vision; sla west/eval p95",
+     "frees 4 GPUs for evaluation at peak"),
+    ("plan-2026-11-a", "west", "qos", "eval", "nlp", None, 20,
+     "evaluation queue p95 5h30m against 1h", "sla west/eval p95", "caps the eval QOS at 20 GPUs"),
+]
+
+
+def demo_config() -> Config:
+    teams = {
+        "nlp": TeamConfig(entitled_share=0.30, display_name="NLP"),
+        "vision": TeamConfig(entitled_share=0.15, display_name="Vision"),
+        "speech": TeamConfig(entitled_share=0.15, display_name="Speech"),
+        "research": TeamConfig(entitled_share=0.15, display_name="Research"),
+        "platform": TeamConfig(entitled_share=0.25, display_name="Platform (serving)"),
+    }
+    protection = ProtectionConfig(inference_reserve=[InferenceReserveLine(cluster="east", min_gpus=12)])
+    return Config(teams=teams, protection=protection)
+
+
+def demo_outputs() -> MonthOutputs:
+    results = pl.DataFrame(
+        [(str(MONTH), *r) for r in _RESULTS], schema=SLA_RESULTS, orient="row"
+    )
+    episodes = pl.DataFrame(
+        [(line, subject, start, start + timedelta(minutes=minutes), minutes, *rest)
+         for line, subject, start, minutes, *rest in _EPISODES],
+        schema=BREACH_EPISODES, orient="row",
+    )
+    return MonthOutputs(
+        month=MONTH,
+        results=results,
+        idle=pl.DataFrame(_IDLE, schema=IDLE_BY_JOB, orient="row"),
+        episodes=episodes,
+        usage=pl.DataFrame(_USAGE, schema=USAGE, orient="row"),
+        completeness=pl.DataFrame(_COMPLETENESS, schema=COMPLETENESS, orient="row"),
+        plan_items=pl.DataFrame(_PLAN, schema=QUOTA_PLAN_ITEMS, orient="row"),
+    )
+
+
+def empty_outputs() -> MonthOutputs:
+    """A month with no rows at all."""
+    return MonthOutputs(
+        month=MONTH,
+        results=pl.DataFrame(schema=SLA_RESULTS),
+        idle=pl.DataFrame(schema=IDLE_BY_JOB),
+        episodes=pl.DataFrame(schema=BREACH_EPISODES),
+        usage=pl.DataFrame(schema=USAGE),
+        completeness=pl.DataFrame(schema=COMPLETENESS),
+        plan_items=pl.DataFrame(schema=QUOTA_PLAN_ITEMS),
+    )
+
+
+def with_frames(outputs: MonthOutputs, **frames: pl.DataFrame) -> MonthOutputs:
+    """The outputs with some frames replaced (e.g. emptied, or lacking columns)."""
+    merged = {
+        name: frames.get(name, getattr(outputs, name))
+        for name in ("results", "idle", "episodes", "usage", "completeness", "plan_items")
+    }
+    unknown = set(frames) - set(merged)
+    if unknown:
+        raise TypeError(f"MonthOutputs has no frames {sorted(unknown)}")
+    return MonthOutputs(outputs.month, **merged)
