@@ -1,0 +1,1 @@
+"""Alert records from breach episodes, and the notifiers that deliver them."""

@@ -1,0 +1,1 @@
+"""Quota recommendations (pure) and plans as data."""

@@ -155,6 +155,218 @@ def status(config_path: str | None, db_path: str | None, as_json: bool) -> None:
         )
 
 
+def _open_for_writing(config: Config, db_path: str | None) -> Any:
+    from warehouse import open_warehouse
+
+    return open_warehouse(
+        _db(config, db_path), threads=config.warehouse.threads, memory_limit=config.warehouse.memory_limit
+    )
+
+
+def _pick_month(wh: Any, month: Month | None) -> Month:
+    from service.pipeline import latest_month
+
+    return month or latest_month(wh)
+
+
+@cli.command()
+@config_option
+@db_option
+@month_option
+@click.option("--json", "as_json", is_flag=True, help="Print the result table as JSON.")
+def evaluate(config_path: str | None, db_path: str | None, month: Month | None, as_json: bool) -> None:
+    """Evaluate a month against every scenario's objectives; store and print the results."""
+    from service.pipeline import evaluate as run_evaluation
+
+    config = _load(config_path)
+    with _open_for_writing(config, db_path) as wh:
+        chosen = _pick_month(wh, month)
+        outputs = run_evaluation(wh, config, chosen)
+    if as_json:
+        _emit(
+            {
+                "month": str(chosen),
+                "results": outputs.results.to_dicts(),
+                "breach_episodes": outputs.episodes.to_dicts(),
+                "completeness": outputs.completeness.to_dicts(),
+            }
+        )
+        return
+    missed = outputs.results.filter(outputs.results["met"].eq(False))
+    click.echo(f"{chosen}: {outputs.results.height} results, {missed.height} missed their objective")
+    for row in missed.iter_rows(named=True):
+        click.echo(
+            f"  MISSED {row['scenario']:17s} {row['subject']:14s} {row['indicator']:22s} "
+            f"{row['value']:.4g} vs {row['objective']:.4g}"
+        )
+    for row in outputs.episodes.iter_rows(named=True):
+        click.echo(f"  BREACH {row['line']} {row['subject']} {row['start']} for {row['minutes']} min")
+
+
+@cli.command()
+@config_option
+@db_option
+@month_option
+@click.option("--format", "formats", default="md", show_default=True, help="Comma-separated: md.")
+@click.option("--lang", "langs", default=None, help="Comma-separated: en,zh (default: reports.languages).")
+@click.option(
+    "--out",
+    "out_dir",
+    type=click.Path(file_okay=False),
+    default=None,
+    help="Folder (default: reports.out_dir from the config).",
+)
+def report(
+    config_path: str | None,
+    db_path: str | None,
+    month: Month | None,
+    formats: str,
+    langs: str | None,
+    out_dir: str | None,
+) -> None:
+    """Write the monthly review (evaluating the month first if it has not been)."""
+    from service.pipeline import evaluate as run_evaluation
+    from service.pipeline import write_reviews
+
+    config = _load(config_path)
+    with _open_for_writing(config, db_path) as wh:
+        chosen = _pick_month(wh, month)
+        if chosen not in wh.months():
+            run_evaluation(wh, config, chosen)
+        paths = write_reviews(
+            wh,
+            config,
+            chosen,
+            Path(out_dir or config.resolve(config.reports.out_dir)),
+            formats=[f.strip() for f in formats.split(",") if f.strip()],
+            langs=[x.strip() for x in (langs.split(",") if langs else config.reports.languages)],
+        )
+    for path in paths:
+        click.echo(str(path))
+
+
+@cli.group()
+def quota() -> None:
+    """Quota plans: recommended changes as data (dry run: nothing is applied yet)."""
+
+
+@quota.command("plan")
+@config_option
+@db_option
+@month_option
+@click.option("--json", "as_json", is_flag=True)
+def quota_plan(config_path: str | None, db_path: str | None, month: Month | None, as_json: bool) -> None:
+    """Recommend quota changes for a month, store the plan and print it."""
+    from quota.plan import Plan, render_text
+    from service.pipeline import evaluate as run_evaluation
+
+    config = _load(config_path)
+    with _open_for_writing(config, db_path) as wh:
+        chosen = _pick_month(wh, month)
+        run_evaluation(wh, config, chosen)
+        plans = wh.plans(chosen)
+    body = json.loads(plans.row(-1, named=True)["body"])
+    plan = Plan.from_dict(body)
+    click.echo(plan.to_json() if as_json else render_text(plan))
+
+
+@quota.command("show")
+@config_option
+@db_option
+@click.argument("plan_id", required=False)
+def quota_show(config_path: str | None, db_path: str | None, plan_id: str | None) -> None:
+    """List stored plans, or print one."""
+    from quota.plan import Plan, render_text
+    from warehouse import open_warehouse
+
+    config = _load(config_path)
+    with open_warehouse(_db(config, db_path), read_only=True) as wh:
+        plans = wh.plans()
+    if plan_id is None:
+        for row in plans.iter_rows(named=True):
+            click.echo(
+                f"{row['plan_id']}  {row['month']}  {row['status']}  dry_run={row['dry_run']}  {row['created_at']}"
+            )
+        return
+    match = plans.filter(plans["plan_id"] == plan_id)
+    if match.height == 0:
+        raise click.ClickException(f"no plan {plan_id!r}")
+    click.echo(render_text(Plan.from_dict(json.loads(match.row(0, named=True)["body"]))))
+
+
+@cli.group()
+def alerts() -> None:
+    """Protection-line alerts."""
+
+
+@alerts.command("list")
+@config_option
+@db_option
+@month_option
+def alerts_list(config_path: str | None, db_path: str | None, month: Month | None) -> None:
+    """Alerts recorded in the warehouse."""
+    from warehouse import open_warehouse
+
+    config = _load(config_path)
+    with open_warehouse(_db(config, db_path), read_only=True) as wh:
+        frame = wh.alerts(month)
+    for row in frame.iter_rows(named=True):
+        click.echo(
+            f"{row['starts_at']}  {row['status']:8s} {row['severity']:8s} {row['line']} {row['subject']}: "
+            f"{row['summary']}"
+        )
+
+
+@alerts.command("send")
+@config_option
+@db_option
+@month_option
+def alerts_send(config_path: str | None, db_path: str | None, month: Month | None) -> None:
+    """Evaluate the month's protection lines and deliver their alerts to the configured receivers."""
+    from service.pipeline import evaluate as run_evaluation
+    from service.pipeline import raise_alerts
+
+    config = _load(config_path)
+    with _open_for_writing(config, db_path) as wh:
+        chosen = _pick_month(wh, month)
+        run = raise_alerts(wh, config, run_evaluation(wh, config, chosen))
+    click.echo(f"{len(run.alerts)} alerts ({run.new} new), {run.delivery.sent} deliveries")
+    for failed in run.delivery.failed:
+        click.echo(f"delivery to {failed.receiver} failed: {failed.error}", err=True)
+    if not run.delivery.ok:
+        sys.exit(1)
+
+
+@cli.command()
+@config_option
+@db_option
+@click.option("--port", type=int, default=8501, show_default=True)
+def dashboard(config_path: str | None, db_path: str | None, port: int) -> None:
+    """Serve the Streamlit dashboard on 127.0.0.1 (read-only on the warehouse)."""
+    from service.dashboard import start_dashboard
+
+    config = _load(config_path)
+    process, url = start_dashboard(_db(config, db_path), config_path or example_config_path(), port=port)
+    click.echo(f"dashboard: {url}  (Ctrl-C to stop)")
+    try:
+        process.wait()
+    except KeyboardInterrupt:
+        process.terminate()
+
+
+@cli.command()
+@click.option("--out", "out_dir", type=click.Path(file_okay=False), default="demo-out", show_default=True)
+@click.option("--seed", type=int, default=7, show_default=True)
+@click.option("--days", type=click.IntRange(1, 31), default=31, show_default=True)
+@click.option("--nodes", type=click.IntRange(2, 2000), default=8, show_default=True)
+@click.option("--serve", is_flag=True, help="Also start the dashboard and print its URL.")
+def demo(out_dir: str, seed: int, days: int, nodes: int, serve: bool) -> None:
+    """Simulate a month, import it, evaluate, raise alerts, write the review and a quota plan."""
+    from service.demo import run_demo
+
+    run_demo(Path(out_dir), seed=seed, days=days, nodes=nodes, serve=serve)
+
+
 def main() -> None:
     try:
         cli(standalone_mode=True)

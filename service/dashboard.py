@@ -21,10 +21,26 @@ def start_dashboard(db_path: str, config_path: str, *, port: int | None = None) 
     app = Path(str(resources.files("dashboards").joinpath("app.py")))
     port = port or free_port()
     command = [
-        sys.executable, "-m", "streamlit", "run", str(app),
-        "--server.address", "127.0.0.1", "--server.port", str(port), "--server.headless", "true",
-        "--browser.gatherUsageStats", "false", "--global.developmentMode", "false",
-        "--", "--db", db_path, "--config", config_path,
+        sys.executable,
+        "-m",
+        "streamlit",
+        "run",
+        str(app),
+        "--server.address",
+        "127.0.0.1",
+        "--server.port",
+        str(port),
+        "--server.headless",
+        "true",
+        "--browser.gatherUsageStats",
+        "false",
+        "--global.developmentMode",
+        "false",
+        "--",
+        "--db",
+        db_path,
+        "--config",
+        config_path,
     ]
     process = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
     url = f"http://127.0.0.1:{port}/"

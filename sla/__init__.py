@@ -1,0 +1,1 @@
+"""Pure evaluators, idle detection and protection lines: frames in, frames out."""

@@ -49,6 +49,7 @@ IDLE_BY_JOB = schema(
         "idle_minutes": pl.Int64,  # idle, memory released
         "idle_held_minutes": pl.Int64,  # idle while holding GPU memory above the threshold
         "no_data_minutes": pl.Int64,  # allocated minutes with no telemetry: never idle, never busy
+        "util_source": pl.Utf8,  # gr_engine_active | gpu_util | mixed; null when no minute had data
     }
 )
 

@@ -1,0 +1,130 @@
+"""Alert records: what a breach episode becomes, in Alertmanager's shape.
+
+An alert's fingerprint is sha256(line, subject, episode start): the same episode found again on a
+later run (still firing, or now resolved) keeps its identity, so notifiers can be idempotent.
+Firing alerts carry Alertmanager's zero `endsAt` ("0001-01-01T00:00:00Z"), as its webhooks do.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from typing import Any, Literal
+
+import polars as pl
+
+from gpusteward.config.schema import Config
+from gpusteward.durations import format_duration
+from sla.common import naive_utc
+from sla.protection import INFERENCE_RESERVE
+
+Status = Literal["firing", "resolved"]
+ZERO_TIME = "0001-01-01T00:00:00Z"
+
+# Per line kind: the alert name and the label that carries the episode's subject.
+_LINES: dict[str, tuple[str, str]] = {INFERENCE_RESERVE: ("InferenceReserveBreach", "cluster")}
+
+
+def rfc3339(moment: datetime) -> str:
+    """Naive datetimes are UTC (the table contract); the result always ends in Z."""
+    aware = moment.replace(tzinfo=UTC) if moment.tzinfo is None else moment.astimezone(UTC)
+    return aware.strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def fingerprint(line: str, subject: str, start: datetime) -> str:
+    key = "\x1f".join((line, subject, rfc3339(start)))
+    return hashlib.sha256(key.encode("utf-8")).hexdigest()
+
+
+@dataclass(frozen=True)
+class Alert:
+    fingerprint: str
+    status: Status
+    labels: dict[str, str]
+    annotations: dict[str, str]
+    starts_at: datetime
+    ends_at: datetime | None  # None while firing
+    receivers: tuple[str, ...] = field(default=())  # empty: every receiver
+    generator_url: str = ""
+
+    def to_dict(self) -> dict[str, Any]:
+        """The alert as it appears in an Alertmanager webhook body."""
+        return {
+            "status": self.status,
+            "labels": dict(sorted(self.labels.items())),
+            "annotations": dict(sorted(self.annotations.items())),
+            "startsAt": rfc3339(self.starts_at),
+            "endsAt": ZERO_TIME if self.ends_at is None else rfc3339(self.ends_at),
+            "generatorURL": self.generator_url,
+            "fingerprint": self.fingerprint,
+        }
+
+
+def _alert_name(line: str) -> str:
+    known = _LINES.get(line)
+    return known[0] if known else "".join(p.capitalize() for p in line.split("_")) + "Breach"
+
+
+def _summary(line: str, ep: dict[str, Any]) -> str:
+    lasted = format_duration(ep["end"] - ep["start"])
+    if line == INFERENCE_RESERVE:
+        return (
+            f"Online inference on {ep['subject']} had as few as {ep['worst_value']:.0f} GPUs available, "
+            f"below its reserve of {ep['threshold']:.0f}, for {lasted}"
+        )
+    return f"{line} on {ep['subject']}: {ep['worst_value']:g} against {ep['threshold']:g} for {lasted}"
+
+
+def _receivers(config: Config, line: str, subject: str) -> tuple[str, ...]:
+    if line != INFERENCE_RESERVE:
+        return ()
+    names: list[str] = []
+    for cfg_line in config.protection.inference_reserve:
+        if cfg_line.cluster == subject:
+            if not cfg_line.receivers:
+                return ()
+            names.extend(n for n in cfg_line.receivers if n not in names)
+    return tuple(names)
+
+
+def alerts_from_episodes(
+    episodes: pl.DataFrame, config: Config, *, data_end: datetime | None = None
+) -> list[Alert]:
+    """One alert per BREACH_EPISODES row.
+
+    An episode still going on at the end of the data (it ends at or after `data_end`, the exclusive
+    end of the telemetry, as in EvaluationInputs) is firing; every other episode is resolved at its end.
+    """
+    alerts: list[Alert] = []
+    last = None if data_end is None else naive_utc(data_end)
+    for ep in episodes.sort("line", "subject", "start").iter_rows(named=True):
+        line, subject = ep["line"], ep["subject"]
+        firing = last is not None and ep["end"] >= last
+        subject_label = _LINES.get(line, ("", "subject"))[1]
+        labels = {
+            "alertname": _alert_name(line),
+            "severity": ep["severity"] or "warning",
+            subject_label: subject,
+            "line": line,
+        }
+        annotations = {
+            "summary": _summary(line, ep),
+            "description": (
+                f"Protection line {line} on {subject} was breached from {rfc3339(ep['start'])} "
+                f"{'and still is' if firing else 'to ' + rfc3339(ep['end'])} ({ep['minutes']} minutes); "
+                f"worst value {ep['worst_value']:g}, threshold {ep['threshold']:g}."
+            ),
+            "evidence": ep["evidence"] or "",
+            "fallback": ep["fallback"] or "",
+        }
+        alerts.append(Alert(
+            fingerprint=fingerprint(line, subject, ep["start"]),
+            status="firing" if firing else "resolved",
+            labels=labels,
+            annotations=annotations,
+            starts_at=ep["start"],
+            ends_at=None if firing else ep["end"],
+            receivers=_receivers(config, line, subject),
+        ))
+    return alerts

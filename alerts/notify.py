@@ -1,0 +1,160 @@
+"""The notifier extension point: a Protocol, a registry of receiver kinds, and `deliver`.
+
+Built-in kinds (jsonl, webhook) are registered by `default_notifiers()` the same way an add-on
+registers its own; importing this module registers nothing. Delivery never raises for one
+receiver's failure: the report says what was sent, what failed, and whether a retry may help.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Protocol
+
+from alerts.jsonl import JsonlNotifier
+from alerts.model import Alert
+from alerts.webhook import WebhookNotifier
+from gpusteward.config.schema import Config, ReceiverConfig
+from gpusteward.errors import PermanentError, StewardError, TransientError
+
+
+class Notifier(Protocol):
+    """Delivers alerts to one receiver."""
+
+    @property
+    def name(self) -> str:
+        """The receiver's name from the config (alerts route by it)."""
+        ...
+
+    def send(self, alerts: Sequence[Alert]) -> int:
+        """Deliver `alerts`; return how many were newly delivered.
+
+        Raise TransientError when a retry may succeed, PermanentError when it will not.
+        """
+        ...
+
+
+NotifierFactory = Callable[[ReceiverConfig, Config, Mapping[str, str]], Notifier]
+"""Builds a notifier from its receiver config, the whole config, and the environment (for secrets)."""
+
+
+class NotifierRegistry:
+    """Receiver kinds -> notifier factories."""
+
+    def __init__(self) -> None:
+        self._factories: dict[str, NotifierFactory] = {}
+
+    def register(self, kind: str, factory: NotifierFactory) -> None:
+        if kind in self._factories:
+            raise ValueError(f"a notifier kind {kind!r} is already registered")
+        self._factories[kind] = factory
+
+    def kinds(self) -> list[str]:
+        return list(self._factories)
+
+    def build(self, receiver: ReceiverConfig, config: Config, env: Mapping[str, str]) -> Notifier:
+        factory = self._factories.get(receiver.kind)
+        if factory is None:
+            raise PermanentError(f"receiver {receiver.name!r}: no notifier for kind {receiver.kind!r}")
+        return factory(receiver, config, env)
+
+
+def _jsonl(receiver: ReceiverConfig, config: Config, _env: Mapping[str, str]) -> Notifier:
+    if not receiver.path:
+        raise PermanentError(f"receiver {receiver.name!r}: a jsonl receiver needs a path")
+    return JsonlNotifier(receiver.name, config.resolve(receiver.path))
+
+
+def _webhook(receiver: ReceiverConfig, _config: Config, env: Mapping[str, str]) -> Notifier:
+    if not receiver.url:
+        raise PermanentError(f"receiver {receiver.name!r}: a webhook receiver needs a url")
+    secret = None
+    if receiver.secret_env:
+        secret = env.get(receiver.secret_env)
+        if not secret:
+            # Fail closed: a receiver that expects signed bodies must not get unsigned ones.
+            raise PermanentError(
+                f"receiver {receiver.name!r}: environment variable {receiver.secret_env} (signing secret) is not set"
+            )
+    return WebhookNotifier(receiver.name, receiver.url, secret=secret, timeout_s=receiver.timeout.total_seconds())
+
+
+def default_notifiers() -> NotifierRegistry:
+    """A fresh registry holding the built-in receiver kinds."""
+    registry = NotifierRegistry()
+    registry.register("jsonl", _jsonl)
+    registry.register("webhook", _webhook)
+    return registry
+
+
+@dataclass(frozen=True)
+class DeliveryOutcome:
+    receiver: str
+    alerts: int  # alerts routed to this receiver
+    sent: int  # newly delivered (0 for a repeat the receiver already had)
+    error: str | None = None
+    retry: bool = False  # True when the error is transient
+
+
+@dataclass(frozen=True)
+class DeliveryReport:
+    outcomes: tuple[DeliveryOutcome, ...]
+
+    @property
+    def ok(self) -> bool:
+        return all(o.error is None for o in self.outcomes)
+
+    @property
+    def sent(self) -> int:
+        return sum(o.sent for o in self.outcomes)
+
+    @property
+    def failed(self) -> list[DeliveryOutcome]:
+        return [o for o in self.outcomes if o.error is not None]
+
+
+def build_notifiers(
+    config: Config, *, registry: NotifierRegistry | None = None, env: Mapping[str, str] | None = None
+) -> tuple[list[Notifier], list[DeliveryOutcome]]:
+    """Notifiers for every configured receiver, and an outcome for each that could not be built."""
+    chosen = registry if registry is not None else default_notifiers()
+    environ = os.environ if env is None else env
+    built: list[Notifier] = []
+    broken: list[DeliveryOutcome] = []
+    for receiver in config.alerts.receivers:
+        try:
+            built.append(chosen.build(receiver, config, environ))
+        except StewardError as exc:
+            broken.append(DeliveryOutcome(receiver.name, 0, 0, error=str(exc), retry=False))
+    return built, broken
+
+
+def deliver(
+    alerts: Sequence[Alert],
+    config: Config,
+    *,
+    notifiers: Sequence[Notifier] | None = None,
+    registry: NotifierRegistry | None = None,
+    env: Mapping[str, str] | None = None,
+) -> DeliveryReport:
+    """Send each alert to its receivers (all of them when the alert names none)."""
+    broken: list[DeliveryOutcome] = []
+    if notifiers is None:
+        built, broken = build_notifiers(config, registry=registry, env=env)
+        notifiers = built
+    outcomes = list(broken)
+    for notifier in notifiers:
+        mine = [a for a in alerts if not a.receivers or notifier.name in a.receivers]
+        if not mine:
+            outcomes.append(DeliveryOutcome(notifier.name, 0, 0))
+            continue
+        try:
+            sent = notifier.send(mine)
+        except TransientError as exc:
+            outcomes.append(DeliveryOutcome(notifier.name, len(mine), 0, error=str(exc), retry=True))
+        except PermanentError as exc:
+            outcomes.append(DeliveryOutcome(notifier.name, len(mine), 0, error=str(exc), retry=False))
+        else:
+            outcomes.append(DeliveryOutcome(notifier.name, len(mine), sent))
+    return DeliveryReport(tuple(outcomes))

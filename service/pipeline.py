@@ -1,0 +1,93 @@
+"""The downstream stages wired together: evaluate -> alerts -> review -> quota plan."""
+
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from pathlib import Path
+
+import polars as pl
+
+from alerts.model import Alert, alerts_from_episodes
+from alerts.notify import DeliveryReport, deliver
+from gpusteward.config import Config
+from gpusteward.domain import Month
+from quota.plan import Plan
+from quota.recommender import recommend
+from reports import build_review, write_review
+from sla.month import evaluate_month
+from sla.outputs import MonthOutputs
+from sla.usage import queue_usage
+from warehouse import Warehouse
+
+
+def latest_month(wh: Warehouse) -> Month:
+    months = wh.data_months()
+    if not months:
+        raise LookupError(f"{wh.path}: the warehouse holds no data yet (run `gpusteward import`)")
+    return months[-1]
+
+
+def evaluate(wh: Warehouse, config: Config, month: Month) -> MonthOutputs:
+    """Evaluate the month, plan quota changes, and store both; return the month's outputs."""
+    inputs = wh.evaluation_inputs(month)
+    outputs = evaluate_month(inputs, config)
+    plan = _plan(outputs, inputs.quota_snapshots, config, queue_usage(inputs, config))
+    wh.store_plan(
+        plan.id, month, plan.created_at, plan.status, dry_run=plan.dry_run, body=plan.to_dict(), items=plan.to_frame()
+    )
+    outputs = dataclasses.replace(outputs, plan_items=plan.to_frame())
+    wh.store_month_outputs(outputs)
+    return outputs
+
+
+def _plan(outputs: MonthOutputs, quotas: pl.DataFrame, config: Config, usage: pl.DataFrame) -> Plan:
+    # A plan's id is derived from what it was computed from, so re-running on the same data gives the
+    # same plan instead of a pile of copies.
+    digest = hashlib.sha256(
+        outputs.results.write_csv().encode() + quotas.write_csv().encode() + usage.write_csv().encode()
+    ).hexdigest()[:10]
+    plan_id = f"{outputs.month}-{digest}"
+    items = recommend(outputs.results, usage, quotas, config, plan_id)
+    return Plan.from_frame(plan_id, str(outputs.month), datetime.now(UTC), items)
+
+
+@dataclass(frozen=True)
+class AlertRun:
+    alerts: list[Alert]
+    new: int
+    delivery: DeliveryReport
+
+
+def raise_alerts(wh: Warehouse, config: Config, outputs: MonthOutputs) -> AlertRun:
+    """Turn the month's breach episodes into alerts, record them once, and deliver them."""
+    data_end = wh.evaluation_inputs(outputs.month).data_end if outputs.episodes.height else None
+    alerts = alerts_from_episodes(outputs.episodes, config, data_end=data_end)
+    new = wh.record_alerts(
+        outputs.month,
+        [
+            {
+                "fingerprint": a.fingerprint,
+                "status": a.status,
+                "line": a.labels.get("line"),
+                "subject": a.labels.get("subject") or a.labels.get("cluster"),
+                "severity": a.labels.get("severity"),
+                "starts_at": a.starts_at.astimezone(UTC).replace(tzinfo=None),
+                "ends_at": a.ends_at.astimezone(UTC).replace(tzinfo=None) if a.ends_at else None,
+                "summary": a.annotations.get("summary"),
+                "body": a.to_dict(),
+            }
+            for a in alerts
+        ],
+    )
+    return AlertRun(alerts, new, deliver(alerts, config))
+
+
+def write_reviews(
+    wh: Warehouse, config: Config, month: Month, out_dir: Path, *, formats: list[str], langs: list[str]
+) -> list[Path]:
+    outputs = wh.month_outputs(month)
+    review = build_review(outputs, config)
+    return write_review(review, out_dir, formats=tuple(formats), langs=tuple(langs))  # type: ignore[arg-type]

@@ -1,0 +1,113 @@
+"""Prometheus `histogram_quantile` over summed bucket increases, vectorised.
+
+The semantics follow promql/quantile.go (bucketQuantile) so that a figure here equals what a
+Prometheus-compatible engine answers for `histogram_quantile(q, sum by (le) (increase(...)))`:
+
+- buckets are cumulative; counts are forced monotonic (each bucket at least the one before it);
+- no observations -> NaN (no data, never 0);
+- rank = q * observations; the first finite bucket whose count reaches the rank holds the quantile;
+- linear interpolation inside that bucket, with 0 as the lower bound of the first bucket
+  (or the first bound itself when it is <= 0);
+- a rank that only the +Inf bucket reaches -> the highest finite bound.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import numpy as np
+import numpy.typing as npt
+import polars as pl
+
+FloatArray = npt.NDArray[np.float64]
+
+
+def histogram_quantile(q: float, le: Sequence[float], counts: npt.ArrayLike) -> FloatArray:
+    """Quantile `q` of each row of `counts` (cumulative bucket counts, one column per bound in `le`).
+
+    `le` must be ascending and end with +Inf (as exporters write it); otherwise every row is NaN,
+    as in Prometheus.
+    """
+    matrix = np.atleast_2d(np.asarray(counts, dtype=np.float64))
+    bounds = np.asarray(le, dtype=np.float64)
+    rows = matrix.shape[0]
+    if np.isnan(q):
+        return np.full(rows, np.nan)
+    if q < 0:
+        return np.full(rows, -np.inf)
+    if q > 1:
+        return np.full(rows, np.inf)
+    if bounds.size < 2 or not np.isposinf(bounds[-1]) or matrix.shape[1] != bounds.size:
+        return np.full(rows, np.nan)
+    mono = np.maximum.accumulate(np.nan_to_num(matrix, nan=0.0), axis=1)
+    observations = mono[:, -1]
+    rank = q * observations
+    finite = mono[:, :-1]
+    reached = finite >= rank[:, None]
+    # First finite bucket whose count reaches the rank; len(finite) when only +Inf does.
+    b = np.where(reached.any(axis=1), reached.argmax(axis=1), finite.shape[1])
+    out = np.empty(rows, dtype=np.float64)
+
+    only_inf = b == finite.shape[1]
+    out[only_inf] = bounds[-2]
+
+    inside = ~only_inf
+    bi = b[inside]
+    upper = bounds[bi]
+    prev_idx = np.maximum(bi - 1, 0)
+    lower = np.where(bi > 0, bounds[prev_idx], 0.0)
+    row_idx = np.nonzero(inside)[0]
+    below = np.where(bi > 0, mono[row_idx, prev_idx], 0.0)
+    in_bucket = mono[row_idx, bi] - below
+    with np.errstate(invalid="ignore", divide="ignore"):
+        interp = lower + (upper - lower) * ((rank[inside] - below) / in_bucket)
+    # A first bucket with a non-positive bound is returned as is (Prometheus does the same).
+    interp = np.where((bi == 0) & (upper <= 0), upper, interp)
+    out[inside] = interp
+    out[observations <= 0] = np.nan
+    return out
+
+
+def summed_histograms(frame: pl.DataFrame, keys: Sequence[str], le_col: str, counts_col: str) -> pl.DataFrame:
+    """`sum by (keys, le)` of the bucket increases: one row per key with `le` and `counts` lists.
+
+    Rows whose lists are null or of mismatched length are dropped first (a broken scrape is no data).
+    """
+    usable = frame.filter(
+        pl.col(le_col).is_not_null()
+        & pl.col(counts_col).is_not_null()
+        & (pl.col(le_col).list.len() == pl.col(counts_col).list.len())
+        & (pl.col(le_col).list.len() > 0)
+    )
+    exploded = usable.select([*keys, pl.col(le_col).alias("le"), pl.col(counts_col).alias("counts")]).explode(
+        ["le", "counts"]
+    )
+    summed = exploded.group_by([*keys, "le"]).agg(pl.col("counts").sum()).sort([*keys, "le"])
+    return summed.group_by(list(keys), maintain_order=True).agg(pl.col("le"), pl.col("counts"))
+
+
+def quantiles_of(hists: pl.DataFrame, qs: dict[str, float]) -> pl.DataFrame:
+    """Add one column per entry of `qs` (name -> q) and `observations`, to a `summed_histograms` frame.
+
+    Rows are grouped by their bucket layout so each group is one numpy matrix.
+    """
+    if hists.height == 0:
+        return hists.with_columns(
+            *[pl.lit(None, dtype=pl.Float64).alias(name) for name in qs],
+            pl.lit(None, dtype=pl.Float64).alias("observations"),
+        )
+    keyed = hists.with_row_index("_row").with_columns(
+        pl.col("le").list.eval(pl.element().cast(pl.Utf8)).list.join(",").alias("_layout")
+    )
+    parts: list[pl.DataFrame] = []
+    for part in keyed.partition_by("_layout", maintain_order=True):
+        le = part["le"][0].to_list()
+        matrix = part["counts"].list.to_array(len(le)).to_numpy()
+        cols = {name: histogram_quantile(q, le, matrix) for name, q in qs.items()}
+        mono = np.maximum.accumulate(np.nan_to_num(np.atleast_2d(matrix), nan=0.0), axis=1)
+        cols["observations"] = mono[:, -1]
+        parts.append(part.select("_row").with_columns([pl.Series(k, v, dtype=pl.Float64) for k, v in cols.items()]))
+    values = pl.concat(parts)
+    out = keyed.join(values, on="_row", how="left").sort("_row")
+    # NaN means "no observations": turn it into null so it is never mistaken for a number.
+    return out.drop("_row", "_layout").with_columns(pl.col(name).fill_nan(None) for name in qs)

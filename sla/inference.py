@@ -1,0 +1,232 @@
+"""Online inference evaluator: latency p95/p99 and TTFT p99 from histograms, error rate, and when
+latency objectives break.
+
+Month figures sum every window's bucket increases per service and apply histogram_quantile once
+(what `histogram_quantile(q, sum by (le) (increase(..[month])))` answers). The per-window view sums
+the replicas of a service per 5-minute window: the share of windows whose quantile is above the
+objective becomes the error budget (`budget_left = 1 - share / (1 - target)`), and the hours of
+day (in the cluster's time zone) where breaches concentrate become evidence.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import polars as pl
+
+from gpusteward.config.schema import Config
+from gpusteward.domain import Scenario
+from gpusteward.tables import INFERENCE_WINDOWS, conform
+from sla.common import Window, fmt_ratio, human_duration, result_row, results_frame, slo_for, window_of
+from sla.histogram import quantiles_of, summed_histograms
+from sla.inputs import EvaluationInputs
+
+SLOT = "5m"
+SLOT_S = 300
+# indicator -> (histogram columns, quantile)
+_LATENCY = {
+    "latency_p95": ("e2e", 0.95),
+    "latency_p99": ("e2e", 0.99),
+    "ttft_p99": ("ttft", 0.99),
+}
+
+BREACH_HOURS = pl.Schema(
+    {
+        "service": pl.Utf8,
+        "indicator": pl.Utf8,
+        "timezone": pl.Utf8,
+        "hour": pl.Int8,  # local hour of day the window started in
+        "windows": pl.Int64,  # 5-minute windows with requests in that hour over the month
+        "breached": pl.Int64,  # of which the quantile was above the objective
+        "requests": pl.Float64,
+    }
+)
+
+
+def _windows(inputs: EvaluationInputs, window: Window) -> pl.DataFrame:
+    frame = conform(inputs.inference_windows, INFERENCE_WINDOWS)
+    # `ts` ends a window: the one ending at midnight on the 1st belongs to the month before.
+    return frame.filter(pl.col("ts").is_between(window.start, window.end, closed="right")).with_columns(
+        # `ts` is a window's end; the slot it belongs to starts 5 minutes earlier.
+        (pl.col("ts") - pl.duration(seconds=1)).dt.truncate(SLOT).alias("slot")
+    )
+
+
+def _timezone(config: Config, cluster: str | None) -> str:
+    return next((c.timezone for c in config.clusters if c.name == cluster), "UTC")
+
+
+def _service_zones(config: Config, frame: pl.DataFrame) -> dict[str, str]:
+    """A service's hours are read in its (most common) cluster's time zone: that is where its users are."""
+    top = frame.group_by("service", "cluster").len()
+    top = top.sort(["service", "len", "cluster"], descending=[False, True, False]).unique("service", keep="first")
+    return {r["service"]: _timezone(config, r["cluster"]) for r in top.iter_rows(named=True)}
+
+
+def breach_hours(inputs: EvaluationInputs, config: Config) -> pl.DataFrame:
+    """BREACH_HOURS: per service, latency indicator with an objective, and local hour of day."""
+    frame = _windows(inputs, window_of(inputs))
+    zones = _service_zones(config, frame)
+    parts: list[pl.DataFrame] = []
+    for indicator, (metric, q) in _LATENCY.items():
+        slo = slo_for(config, Scenario.ONLINE_INFERENCE, indicator)
+        if slo is None or frame.height == 0:
+            continue
+        per_slot = quantiles_of(
+            summed_histograms(frame, ["service", "slot"], f"{metric}_le", f"{metric}_counts"), {"value": q}
+        ).filter(pl.col("observations") > 0)
+        requests = frame.group_by("service", "slot").agg(pl.col("requests").sum())
+        per_slot = per_slot.join(requests, on=["service", "slot"], how="left")
+        for service, zone in zones.items():
+            rows = per_slot.filter(pl.col("service") == service).with_columns(
+                pl.col("slot").dt.replace_time_zone("UTC").dt.convert_time_zone(zone).dt.hour().cast(pl.Int8)
+                .alias("hour"),
+                (pl.col("value") > slo.threshold).alias("_breach"),
+            )
+            parts.append(
+                rows.group_by("hour")
+                .agg(
+                    pl.len().cast(pl.Int64).alias("windows"),
+                    pl.col("_breach").sum().cast(pl.Int64).alias("breached"),
+                    pl.col("requests").sum(),
+                )
+                .with_columns(
+                    pl.lit(service).alias("service"),
+                    pl.lit(indicator).alias("indicator"),
+                    pl.lit(zone).alias("timezone"),
+                )
+            )
+    if not parts:
+        return pl.DataFrame(schema=BREACH_HOURS)
+    out = pl.concat(parts, how="diagonal_relaxed")
+    return out.select([pl.col(n).cast(t) for n, t in BREACH_HOURS.items()]).sort("service", "indicator", "hour")
+
+
+def _hour_ranges(hours: list[int]) -> str:
+    """[19, 20, 21, 3] -> "03:00-04:00, 19:00-22:00"."""
+    spans: list[list[int]] = []
+    for h in sorted(hours):
+        if spans and h == spans[-1][1]:
+            spans[-1][1] = h + 1
+        else:
+            spans.append([h, h + 1])
+    return ", ".join(f"{a:02d}:00-{b % 24:02d}:00" for a, b in spans)
+
+
+def _breach_evidence(hours: pl.DataFrame, threshold: float, name: str) -> tuple[str, float | None]:
+    """Evidence text and the breached share of windows for one service and indicator."""
+    windows = int(hours["windows"].sum())
+    breached = int(hours["breached"].sum())
+    if windows == 0:
+        return "no 5-minute window had requests", None
+    share = breached / windows
+    text = f"{name} above {human_duration(threshold)} in {breached} of {windows} 5-minute windows ({fmt_ratio(share)})"
+    if breached == 0:
+        return text, share
+    rates = hours.with_columns((pl.col("breached") / pl.col("windows")).alias("rate"))
+    # Hours where the objective breaks at least twice as often as on average; at most four, worst first.
+    worst = rates.filter((pl.col("breached") > 0) & (pl.col("rate") >= 2 * share)).sort(
+        ["rate", "hour"], descending=[True, False]
+    ).head(4)
+    if worst.height == 0:
+        return text + "; breaches spread over the day", share
+    zone = str(hours["timezone"][0])
+    worst_share = int(worst["breached"].sum()) / int(worst["windows"].sum())
+    text += (
+        f"; breaks most at {_hour_ranges(worst['hour'].to_list())} {zone} ({fmt_ratio(worst_share)} of those windows)"
+    )
+    # Peak hours: the busiest quarter of the day, counting only hours busier than the average hour.
+    busy = rates.filter(pl.col("requests") > pl.col("requests").mean())
+    peak = set(busy.sort(["requests", "hour"], descending=[True, False]).head(6)["hour"].to_list())
+    if set(worst["hour"].to_list()) <= peak:
+        text += ": it breaks its latency objective at peak hours"
+    return text, share
+
+
+def window_budget_left(breached_share: float, target: float) -> float:
+    """Error budget left when `target` of the windows must meet the objective: 1 - share / (1 - target).
+
+    Never above 1; negative once more windows breached than the budget allowed. With a target of 1
+    there is no budget: any breach leaves 0.
+    """
+    if target >= 1.0:
+        return 1.0 if breached_share == 0 else 0.0
+    return min(1.0, 1.0 - breached_share / (1.0 - target))
+
+
+class OnlineInferenceEvaluator:
+    """Built-in evaluator; registered in `default_registry()` like any add-on."""
+
+    @property
+    def scenarios(self) -> frozenset[Scenario]:
+        return frozenset({Scenario.ONLINE_INFERENCE})
+
+    def evaluate(self, inputs: EvaluationInputs, config: Config) -> pl.DataFrame:
+        window = window_of(inputs)
+        frame = _windows(inputs, window)
+        if frame.height == 0:
+            return results_frame([])
+        expected_slots = max(1, window.minutes * 60 // SLOT_S)
+        per_service = frame.group_by("service").agg(
+            pl.len().alias("rows"),
+            pl.col("slot").n_unique().alias("slots"),
+            pl.col("requests").sum(),
+            pl.col("errors").sum(),
+            pl.col("requests").is_not_null().sum().alias("with_requests"),
+        ).sort("service")
+        month_q: dict[str, pl.DataFrame] = {}
+        for metric in ("e2e", "ttft"):
+            qs = {ind: q for ind, (m, q) in _LATENCY.items() if m == metric}
+            hists = summed_histograms(frame, ["service"], f"{metric}_le", f"{metric}_counts")
+            month_q[metric] = quantiles_of(hists, qs)
+        hours = breach_hours(inputs, config)
+        rows: list[dict[str, Any]] = []
+        for s in per_service.iter_rows(named=True):
+            service = s["service"]
+            completeness = s["slots"] / expected_slots
+            for indicator, (metric, _q) in _LATENCY.items():
+                rows.append(self._latency_row(
+                    inputs, config, service=service, indicator=indicator, month_q=month_q[metric], hours=hours,
+                    rows=s["rows"], completeness=completeness,
+                ))
+            rows.append(self._error_row(inputs, config, s, completeness))
+        return results_frame(rows)
+
+    def _latency_row(
+        self, inputs: EvaluationInputs, config: Config, *, service: str, indicator: str, month_q: pl.DataFrame,
+        hours: pl.DataFrame, rows: int, completeness: float,
+    ) -> dict[str, Any]:
+        found = month_q.filter(pl.col("service") == service)
+        value = found[indicator][0] if found.height else None
+        observations = found["observations"][0] if found.height else 0.0
+        slo = slo_for(config, Scenario.ONLINE_INFERENCE, indicator)
+        evidence = f"month {indicator} {human_duration(value)} over {observations:,.0f} requests"
+        budget = None
+        if slo is not None:
+            mine = hours.filter((pl.col("service") == service) & (pl.col("indicator") == indicator))
+            text, share = _breach_evidence(mine, slo.threshold, indicator)
+            evidence += f"; {text}"
+            if share is not None:
+                budget = window_budget_left(share, slo.target)
+        return result_row(
+            inputs, scenario=Scenario.ONLINE_INFERENCE.value, subject_kind="service", subject=service,
+            indicator=indicator, value=value, objective=slo.threshold if slo else None, rows=rows,
+            completeness=completeness, evidence=evidence, budget_left=budget,
+        )
+
+    def _error_row(
+        self, inputs: EvaluationInputs, config: Config, s: dict[str, Any], completeness: float
+    ) -> dict[str, Any]:
+        requests = float(s["requests"] or 0.0)
+        errors = float(s["errors"] or 0.0)
+        value = errors / requests if requests > 0 else None
+        slo = slo_for(config, Scenario.ONLINE_INFERENCE, "error_rate")
+        budget = None
+        if slo is not None and value is not None and slo.threshold > 0:
+            budget = min(1.0, 1.0 - value / slo.threshold)
+        evidence = f"{errors:,.0f} errors in {requests:,.0f} requests ({fmt_ratio(value)})"
+        return result_row(
+            inputs, scenario=Scenario.ONLINE_INFERENCE.value, subject_kind="service", subject=s["service"],
+            indicator="error_rate", value=value, objective=slo.threshold if slo else None, rows=int(s["rows"]),
+            completeness=completeness, evidence=evidence, budget_left=budget,
+        )

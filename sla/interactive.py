@@ -1,0 +1,91 @@
+"""Interactive evaluator: time to get a GPU (p95 of start - submit) and idle GPU-hours, per team."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import polars as pl
+
+from gpusteward.config.schema import Config
+from gpusteward.domain import Scenario
+from sla.common import classified_jobs, human_duration, result_row, results_frame, slo_for, started_in, window_of
+from sla.idle import idle_by_job
+from sla.inputs import EvaluationInputs
+
+_SCENARIO = Scenario.INTERACTIVE.value
+
+
+class InteractiveEvaluator:
+    """Built-in evaluator; registered in `default_registry()` like any add-on."""
+
+    @property
+    def scenarios(self) -> frozenset[Scenario]:
+        return frozenset({Scenario.INTERACTIVE})
+
+    def evaluate(self, inputs: EvaluationInputs, config: Config) -> pl.DataFrame:
+        rows = self._time_to_gpu(inputs, config) + self._idle(inputs, config)
+        return results_frame(rows)
+
+    def _time_to_gpu(self, inputs: EvaluationInputs, config: Config) -> list[dict[str, Any]]:
+        window = window_of(inputs)
+        jobs = classified_jobs(inputs, config).filter((pl.col("scenario") == _SCENARIO) & started_in(window))
+        wait = ((pl.col("start_time") - pl.col("submit_time")).dt.total_microseconds() / 1e6).clip(lower_bound=0.0)
+        stats = (
+            jobs.with_columns(wait.alias("wait_s"))
+            .group_by("team")
+            .agg(
+                pl.len().alias("n"),
+                pl.col("wait_s").is_not_null().sum().alias("known"),
+                pl.col("wait_s").quantile(0.95, interpolation="linear").alias("p95"),
+                pl.col("wait_s").max().alias("max"),
+            )
+            .sort("team")
+        )
+        slo = slo_for(config, _SCENARIO, "time_to_gpu_p95")
+        return [
+            result_row(
+                inputs, scenario=_SCENARIO, subject_kind="team", subject=s["team"], indicator="time_to_gpu_p95",
+                value=s["p95"], objective=slo.threshold if slo else None, rows=int(s["known"]),
+                completeness=s["known"] / s["n"] if s["n"] else None,
+                evidence=f"{s['known']} sessions started in the month; longest wait {human_duration(s['max'])}",
+            )
+            for s in stats.iter_rows(named=True)
+        ]
+
+    def _idle(self, inputs: EvaluationInputs, config: Config) -> list[dict[str, Any]]:
+        idle = idle_by_job(inputs, config, scenarios=[_SCENARIO])
+        stats = (
+            idle.group_by("team")
+            .agg(
+                pl.len().alias("jobs"),
+                pl.col("gpu_minutes").sum(),
+                pl.col("idle_minutes").sum(),
+                pl.col("idle_held_minutes").sum(),
+                pl.col("no_data_minutes").sum(),
+                pl.col("util_source").drop_nulls().unique().sort().str.join(", ").alias("sources"),
+                # The session that wasted the most names itself.
+                pl.col("job_id").sort_by(pl.col("idle_minutes") + pl.col("idle_held_minutes"), "job_id",
+                                         descending=[True, False]).first().alias("worst_job"),
+                (pl.col("idle_minutes") + pl.col("idle_held_minutes")).max().alias("worst_minutes"),
+            )
+            .sort("team")
+        )
+        slo = slo_for(config, _SCENARIO, "idle_gpu_hours")
+        rows: list[dict[str, Any]] = []
+        for s in stats.iter_rows(named=True):
+            expected = s["gpu_minutes"] + s["no_data_minutes"]
+            idle_minutes = s["idle_minutes"] + s["idle_held_minutes"]
+            evidence = (
+                f"{idle_minutes / 60:.1f} idle GPU-hours in {s['jobs']} sessions "
+                f"({s['idle_held_minutes'] / 60:.1f} h holding memory); utilisation from {s['sources'] or 'no data'}; "
+                f"{s['no_data_minutes'] / 60:.1f} allocated GPU-hours had no telemetry"
+            )
+            if s["worst_minutes"]:
+                evidence += f"; most idle: job {s['worst_job']} ({s['worst_minutes'] / 60:.1f} GPU-hours)"
+            rows.append(result_row(
+                inputs, scenario=_SCENARIO, subject_kind="team", subject=s["team"], indicator="idle_gpu_hours",
+                value=idle_minutes / 60.0 if s["gpu_minutes"] else None, objective=slo.threshold if slo else None,
+                rows=int(s["gpu_minutes"]), completeness=s["gpu_minutes"] / expected if expected else None,
+                evidence=evidence,
+            ))
+        return rows

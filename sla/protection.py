@@ -1,0 +1,153 @@
+"""Protection lines checked against what happened. This version has the inference reserve line.
+
+Inference reserve: per cluster and minute, the GPUs available to online inference are the
+cluster's GPUs (config `clusters.gpus`, else the GPUs the inventory has seen there) minus the GPUs
+held by jobs of every other scenario. A job holds its GPUs in every minute its [start, end)
+touches (a running job until the end of the data): partial minutes count, because for that
+minute inference could not have had them. Consecutive minutes below `min_gpus` form an episode;
+episodes shorter than the line's `for` are dropped.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Any
+
+import polars as pl
+
+from gpusteward.config.schema import Config, InferenceReserveLine
+from gpusteward.domain import INTERRUPTED_STATES, Scenario
+from gpusteward.tables import TS
+from sla.common import MINUTE, Window, base_state, classified_jobs, window_of
+from sla.inputs import EvaluationInputs
+from sla.results import BREACH_EPISODES
+
+INFERENCE_RESERVE = "inference_reserve"
+_INFERENCE = Scenario.ONLINE_INFERENCE.value
+_MAX_NAMED_JOBS = 5
+
+
+def cluster_gpus(inputs: EvaluationInputs, config: Config, cluster: str) -> int:
+    """GPUs in a cluster: the configured count, else the distinct GPUs the inventory has seen."""
+    configured = next((c.gpus for c in config.clusters if c.name == cluster), 0)
+    if configured > 0:
+        return configured
+    inv = inputs.gpus
+    if inv.height == 0:
+        return 0
+    return inv.filter(pl.col("cluster") == cluster).select("host", "gpu").unique().height
+
+
+def _holders(jobs: pl.DataFrame, window: Window) -> pl.DataFrame:
+    """Non-inference GPU jobs with the minutes [first, last) they touch inside the window."""
+    first = pl.max_horizontal(pl.col("start_time"), pl.lit(window.start)).dt.truncate("1m")
+    end = pl.min_horizontal(pl.col("end_time").fill_null(pl.lit(window.end)), pl.lit(window.end))
+    # Round the end up to the next minute boundary: the partly held minute counts as held.
+    last = (end - pl.duration(microseconds=1)).dt.truncate("1m") + pl.duration(minutes=1)
+    return (
+        jobs.filter(
+            (pl.col("scenario") != _INFERENCE)
+            & pl.col("start_time").is_not_null()
+            & (pl.col("gpus_allocated").fill_null(0) > 0)
+        )
+        .with_columns(first.alias("first"), last.alias("last"))
+        .filter(pl.col("last") > pl.col("first"))
+    )
+
+
+def held_per_minute(holders: pl.DataFrame, window: Window) -> pl.DataFrame:
+    """`ts`, `held`: GPUs held by `holders` in every minute of the window (a sweep over start/end events)."""
+    grid = pl.DataFrame({"ts": pl.datetime_range(window.start, window.end, "1m", closed="left", eager=True)})
+    grid = grid.with_columns(pl.col("ts").cast(pl.Datetime("us")))
+    if grid.height == 0:
+        return grid.with_columns(pl.lit(0, dtype=pl.Int64).alias("held"))
+    gpus = pl.col("gpus_allocated").cast(pl.Int64)
+    events = pl.concat([
+        holders.select(pl.col("first").alias("ts"), gpus.alias("delta")),
+        holders.select(pl.col("last").alias("ts"), (-gpus).alias("delta")),
+    ]).group_by("ts").agg(pl.col("delta").sum())
+    return (
+        grid.join(events, on="ts", how="left")
+        .sort("ts")
+        .select("ts", pl.col("delta").fill_null(0).cum_sum().alias("held"))
+    )
+
+
+def _episodes(per_minute: pl.DataFrame, line: InferenceReserveLine) -> pl.DataFrame:
+    """Runs of consecutive breaching minutes at least `for` long: start, end, minutes, worst."""
+    breach = per_minute.filter(pl.col("available") < line.min_gpus)
+    if breach.height == 0:
+        return pl.DataFrame(schema={"start": TS, "end": TS, "minutes": pl.Int64, "worst_value": pl.Float64})
+    runs = breach.with_columns(
+        ((pl.col("ts") - pl.col("ts").shift(1)) != pl.lit(MINUTE)).fill_null(True).cum_sum().alias("_run")
+    )
+    return (
+        runs.group_by("_run")
+        .agg(
+            pl.col("ts").min().alias("start"),
+            (pl.col("ts").max() + pl.duration(minutes=1)).alias("end"),
+            pl.len().cast(pl.Int64).alias("minutes"),
+            pl.col("available").min().cast(pl.Float64).alias("worst_value"),
+        )
+        .filter(pl.col("minutes") * 60 >= line.for_.total_seconds())
+        .sort("start")
+    )
+
+
+def _clock(moment: datetime) -> str:
+    return moment.strftime("%m-%d %H:%M")
+
+
+def _evidence(holders: pl.DataFrame, jobs: pl.DataFrame, start: datetime, end: datetime, total: int) -> str:
+    """Which jobs held the GPUs during the episode, biggest first, and which inference work was preempted."""
+    inside = holders.filter((pl.col("first") < end) & (pl.col("last") > start)).with_columns(
+        (
+            (pl.min_horizontal("last", pl.lit(end)) - pl.max_horizontal("first", pl.lit(start))).dt.total_minutes()
+            * pl.col("gpus_allocated")
+        ).alias("_gpu_min")
+    ).sort(["_gpu_min", "job_id"], descending=[True, False])
+    named = [
+        f"{r['scenario']} job {r['job_id']} ({r['team']}, {r['gpus_allocated']} GPUs from {_clock(r['first'])})"
+        for r in inside.head(_MAX_NAMED_JOBS).iter_rows(named=True)
+    ]
+    text = f"{total} GPUs in the cluster; held by other work: " + ("; ".join(named) if named else "none recorded")
+    if inside.height > _MAX_NAMED_JOBS:
+        text += f"; and {inside.height - _MAX_NAMED_JOBS} more jobs"
+    preempted = jobs.filter(
+        (pl.col("scenario") == _INFERENCE)
+        & base_state().is_in(list(INTERRUPTED_STATES))
+        & pl.col("end_time").is_between(start, end, closed="left")
+    ).sort("end_time", "job_id")
+    if preempted.height:
+        text += "; inference preempted: " + ", ".join(
+            f"job {r['job_id']} at {_clock(r['end_time'])}" for r in preempted.iter_rows(named=True)
+        )
+    return text
+
+
+def inference_reserve_episodes(inputs: EvaluationInputs, config: Config) -> pl.DataFrame:
+    """BREACH_EPISODES of every configured inference reserve line."""
+    window = window_of(inputs)
+    jobs = classified_jobs(inputs, config)
+    rows: list[dict[str, Any]] = []
+    for line in config.protection.inference_reserve:
+        total = cluster_gpus(inputs, config, line.cluster)
+        if total <= 0:
+            # Without a GPU count the line cannot be checked; docs/evaluation.md says so.
+            continue
+        mine = jobs.filter(pl.col("cluster") == line.cluster)
+        holders = _holders(mine, window)
+        per_minute = held_per_minute(holders, window).with_columns((total - pl.col("held")).alias("available"))
+        for ep in _episodes(per_minute, line).iter_rows(named=True):
+            rows.append({
+                "line": INFERENCE_RESERVE, "subject": line.cluster, "start": ep["start"], "end": ep["end"],
+                "minutes": ep["minutes"], "worst_value": ep["worst_value"], "threshold": float(line.min_gpus),
+                "severity": line.severity, "fallback": line.fallback,
+                "evidence": _evidence(holders, mine, ep["start"], ep["end"], total),
+            })
+    return pl.DataFrame(rows, schema=BREACH_EPISODES, orient="row").sort("line", "subject", "start")
+
+
+def protection_episodes(inputs: EvaluationInputs, config: Config) -> pl.DataFrame:
+    """BREACH_EPISODES of every protection line this version checks."""
+    return inference_reserve_episodes(inputs, config)

@@ -1,0 +1,115 @@
+"""Queue evaluator for the batch-like scenarios: queue wait (p50, p95, longest) and success rate.
+
+Per queue ("<cluster>/<partition>") and scenario:
+- waits are start - eligible over the records that started in the window (percentiles are linear
+  interpolations between order statistics, as numpy and polars compute them);
+- success_rate is COMPLETED / records that ended in the window (running records have not ended).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import polars as pl
+
+from gpusteward.config.schema import Config
+from gpusteward.domain import SUCCESS_STATES, Scenario
+from sla.common import (
+    base_state,
+    classified_jobs,
+    ended_in,
+    fmt_ratio,
+    human_duration,
+    result_row,
+    results_frame,
+    slo_for,
+    started_in,
+    window_of,
+)
+from sla.inputs import EvaluationInputs
+from sla.usage import queue_name, wait_seconds
+
+BATCH_LIKE = frozenset(
+    {Scenario.TRAINING, Scenario.FINE_TUNING, Scenario.EVALUATION, Scenario.BATCH_INFERENCE, Scenario.GENERAL_COMPUTE}
+)
+_NOT_ENDED = ("RUNNING", "PENDING", "REQUEUE_HOLD", "SUSPENDED")
+
+
+class QueueEvaluator:
+    """Built-in evaluator; registered in `default_registry()` like any add-on."""
+
+    @property
+    def scenarios(self) -> frozenset[Scenario]:
+        return BATCH_LIKE
+
+    def evaluate(self, inputs: EvaluationInputs, config: Config) -> pl.DataFrame:
+        window = window_of(inputs)
+        jobs = classified_jobs(inputs, config).filter(pl.col("scenario").is_in([s.value for s in BATCH_LIKE]))
+        jobs = jobs.with_columns(queue_name(), wait_seconds().alias("wait_s"), base_state().alias("base_state"))
+        rows: list[dict[str, Any]] = []
+        rows += self._waits(inputs, config, jobs.filter(started_in(window)))
+        rows += self._success(inputs, config, jobs.filter(ended_in(window) & ~pl.col("base_state").is_in(_NOT_ENDED)))
+        return results_frame(rows)
+
+    def _waits(self, inputs: EvaluationInputs, config: Config, started: pl.DataFrame) -> list[dict[str, Any]]:
+        stats = (
+            started.group_by("queue", "scenario")
+            .agg(
+                pl.len().alias("n"),
+                pl.col("wait_s").is_not_null().sum().alias("with_wait"),
+                pl.col("wait_s").quantile(0.5, interpolation="linear").alias("p50"),
+                pl.col("wait_s").quantile(0.95, interpolation="linear").alias("p95"),
+                pl.col("wait_s").max().alias("max"),
+                # The longest wait names its record so a reader can find it.
+                pl.col("job_id").sort_by(pl.col("wait_s").fill_null(-1.0), descending=True).first().alias("worst_job"),
+                pl.col("team").sort_by(pl.col("wait_s").fill_null(-1.0), descending=True).first().alias("worst_team"),
+            )
+            .sort("scenario", "queue")
+        )
+        rows: list[dict[str, Any]] = []
+        for s in stats.iter_rows(named=True):
+            completeness = s["with_wait"] / s["n"] if s["n"] else None
+            evidence = (
+                f"{s['with_wait']} records started in the month; longest wait "
+                f"{human_duration(s['max'])} (job {s['worst_job']}, team {s['worst_team']})"
+            )
+            for indicator, value in (("queue_wait_p50", s["p50"]), ("queue_wait_p95", s["p95"]),
+                                     ("queue_wait_max", s["max"])):
+                slo = slo_for(config, s["scenario"], indicator)
+                rows.append(result_row(
+                    inputs, scenario=s["scenario"], subject_kind="queue", subject=s["queue"], indicator=indicator,
+                    value=value, objective=slo.threshold if slo else None, rows=int(s["with_wait"]),
+                    completeness=completeness, evidence=evidence,
+                ))
+        return rows
+
+    def _success(self, inputs: EvaluationInputs, config: Config, ended: pl.DataFrame) -> list[dict[str, Any]]:
+        stats = (
+            ended.group_by("queue", "scenario")
+            .agg(
+                pl.len().alias("n"),
+                pl.col("base_state").is_in(list(SUCCESS_STATES)).sum().alias("ok"),
+                pl.col("base_state").is_null().sum().alias("unknown"),
+                pl.col("base_state").drop_nulls().value_counts(name="count").alias("states"),
+            )
+            .sort("scenario", "queue")
+        )
+        rows: list[dict[str, Any]] = []
+        for s in stats.iter_rows(named=True):
+            known = s["n"] - s["unknown"]
+            value = s["ok"] / known if known else None
+            # Most frequent first, ties by name, so the text is the same on every run.
+            states = sorted(s["states"], key=lambda c: (-c["count"], c["base_state"]))
+            others = ", ".join(
+                f"{c['count']} {c['base_state']}" for c in states if c["base_state"] not in SUCCESS_STATES
+            )
+            evidence = f"{s['ok']} of {known} records that ended in the month COMPLETED ({fmt_ratio(value)})"
+            if others:
+                evidence += f"; others: {others}"
+            slo = slo_for(config, s["scenario"], "success_rate")
+            rows.append(result_row(
+                inputs, scenario=s["scenario"], subject_kind="queue", subject=s["queue"], indicator="success_rate",
+                value=value, objective=slo.threshold if slo else None, rows=int(known),
+                completeness=known / s["n"] if s["n"] else None, evidence=evidence,
+            ))
+        return rows

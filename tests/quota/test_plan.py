@@ -1,0 +1,71 @@
+"""Plans as data: round trips, and the text the CLI prints."""
+
+from __future__ import annotations
+
+import json
+from datetime import UTC, datetime
+
+import polars as pl
+import pytest
+
+from quota.plan import DRY_RUN_NOTE, Plan, PlanItem, render_text
+from sla.results import QUOTA_PLAN_ITEMS
+
+CREATED = datetime(2026, 4, 1, 8, 0, tzinfo=UTC)
+ITEMS = pl.DataFrame([
+    {"plan_id": "q-2026-03", "cluster": "east", "kind": "account", "name": "nlp", "team": "nlp", "current_gpus": 12,
+     "proposed_gpus": 10, "reason": "Lower nlp's GPU quota on east.", "evidence": "share 1.60 against 1.25",
+     "expected_effect": "Frees up to 2 GPUs on east."},
+    {"plan_id": "q-2026-03", "cluster": "east", "kind": "account", "name": "vision", "team": "vision",
+     "current_gpus": 4, "proposed_gpus": 5, "reason": "Raise vision's GPU quota on east.", "evidence": "wait 2h",
+     "expected_effect": "Up to 1 more GPU."},
+    {"plan_id": "other", "cluster": "west", "kind": "account", "name": "x", "team": "x", "current_gpus": 1,
+     "proposed_gpus": 2, "reason": "", "evidence": "", "expected_effect": ""},
+], schema=QUOTA_PLAN_ITEMS, orient="row")
+
+
+def test_plan_from_frame_is_a_proposed_dry_run() -> None:
+    plan = Plan.from_frame("q-2026-03", "2026-03", CREATED, ITEMS)
+    assert (plan.status, plan.dry_run, len(plan.items)) == ("proposed", True, 2)
+    assert plan.items[0].change == -2
+    assert plan.to_frame().equals(ITEMS.filter(pl.col("plan_id") == "q-2026-03"))
+
+
+def test_json_round_trip() -> None:
+    plan = Plan.from_frame("q-2026-03", "2026-03", CREATED, ITEMS)
+    data = json.loads(plan.to_json())
+    assert data["dry_run"] is True
+    assert data["note"] == DRY_RUN_NOTE
+    assert data["created_at"] == "2026-04-01T08:00:00Z"
+    assert Plan.from_dict(data) == plan
+
+
+def test_only_proposed_dry_runs_are_read() -> None:
+    data = Plan.from_frame("q-2026-03", "2026-03", CREATED, ITEMS).to_dict()
+    with pytest.raises(ValueError, match="dry-run"):
+        Plan.from_dict({**data, "dry_run": False})
+
+
+def test_render_text() -> None:
+    text = render_text(Plan.from_frame("q-2026-03", "2026-03", CREATED, ITEMS))
+    assert text == (
+        "Quota plan q-2026-03 for 2026-03 (proposed), created 2026-04-01T08:00:00Z\n"
+        f"{DRY_RUN_NOTE}\n"
+        "\n"
+        "#  cluster  kind     name    team    current  proposed  change\n"
+        "1  east     account  nlp     nlp          12        10      -2\n"
+        "2  east     account  vision  vision        4         5      +1\n"
+        "\n"
+        "1. Lower nlp's GPU quota on east.\n"
+        "   evidence: share 1.60 against 1.25\n"
+        "   expected effect: Frees up to 2 GPUs on east.\n"
+        "2. Raise vision's GPU quota on east.\n"
+        "   evidence: wait 2h\n"
+        "   expected effect: Up to 1 more GPU.\n"
+    )
+
+
+def test_render_empty_plan() -> None:
+    plan = Plan("q", "2026-03", CREATED, ())
+    assert render_text(plan).endswith("No quota changes recommended.\n")
+    assert PlanItem("c", "account", "n", "t", None, 3, "", "", "").change is None

@@ -1,0 +1,90 @@
+"""Golden cases for the interactive and fairness evaluators."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import polars as pl
+import pytest
+
+from sla.fairness import DEFAULT_OBJECTIVE, FairnessEvaluator, fairness_objective
+from sla.interactive import InteractiveEvaluator
+from tests.sla.builders import config, inputs, job, minutes
+
+INTERACTIVE = """
+[[scenarios.interactive.slos]]
+indicator = "time_to_gpu_p95"
+threshold = "15m"
+
+[[scenarios.interactive.slos]]
+indicator = "idle_gpu_hours"
+threshold = 0.5
+
+[idle]
+min_minutes = 30
+"""
+
+
+def _row(frame: pl.DataFrame, indicator: str, subject: str) -> dict[str, Any]:
+    rows = frame.filter((pl.col("indicator") == indicator) & (pl.col("subject") == subject))
+    assert rows.height == 1, frame
+    return rows.row(0, named=True)
+
+
+def test_interactive_time_to_gpu_and_idle_hours_per_team() -> None:
+    jobs = [
+        job(1, partition="interactive", submit=0, start=2, end=100),
+        job(2, partition="interactive", submit=0, start=30, end=40),
+        job(3, partition="interactive", account="vision", submit=0, start=1, end=10),
+        job(4, submit=0, start=500, end=600),  # training: not a session
+    ]
+    # Session 1: 40 busy minutes then 58 idle minutes holding memory.
+    gm = minutes("1", [60.0] * 40 + [0.0] * 58, start=2, fb=8000.0)
+    out = InteractiveEvaluator().evaluate(inputs(jobs=jobs, gpu_minutes=gm), config(INTERACTIVE))
+    ttg = _row(out, "time_to_gpu_p95", "nlp")
+    # Waits 2 and 30 minutes: p95 = 2 + 0.95 * 28 = 28.6 minutes.
+    assert ttg["value"] == pytest.approx(28.6 * 60)
+    assert ttg["objective"] == 900.0
+    assert ttg["met"] is False
+    assert _row(out, "time_to_gpu_p95", "vision")["met"] is True
+    idle = _row(out, "idle_gpu_hours", "nlp")
+    assert idle["value"] == pytest.approx(58 / 60)
+    assert idle["met"] is False
+    assert idle["rows"] == 98
+    assert idle["completeness"] == pytest.approx(98 / 108)  # session 2 sent no telemetry
+    assert "most idle: job 1 (1.0 GPU-hours)" in idle["evidence"]
+    assert "utilisation from gpu_util" in idle["evidence"]
+    # Vision's session has no telemetry at all: no value, not zero.
+    assert _row(out, "idle_gpu_hours", "vision")["value"] is None
+    assert set(out["scenario"].to_list()) == {"interactive"}
+
+
+def test_fairness_share_over_entitlement() -> None:
+    jobs = [
+        job(1, start=0, end=60, gpus=6),  # nlp: 6 GPU-hours
+        job(2, account="vision", start=0, end=60, gpus=4),  # vision: 4 GPU-hours
+        job(3, account="nobody", start=0, end=60, gpus=5),  # unattributed: not a team
+    ]
+    out = FairnessEvaluator().evaluate(inputs(jobs=jobs), config())
+    nlp = _row(out, "share_over_entitlement", "nlp")
+    assert nlp["value"] == pytest.approx(0.6 / 0.5)
+    assert nlp["objective"] == DEFAULT_OBJECTIVE
+    assert nlp["met"] is True
+    vision = _row(out, "share_over_entitlement", "vision")
+    assert vision["value"] == pytest.approx(0.4 / 0.3)
+    assert vision["met"] is False
+    assert vision["scenario"] == "all"
+    assert vision["subject_kind"] == "team"
+    assert "5 more GPU-hours not attributed to any team" in vision["evidence"]
+
+
+def test_fairness_objective_from_config() -> None:
+    cfg = config('\n[[scenarios.training.slos]]\nindicator = "share_over_entitlement"\nthreshold = 1.5\n')
+    assert fairness_objective(cfg) == 1.5
+    assert fairness_objective(config()) == DEFAULT_OBJECTIVE
+
+
+def test_fairness_counts_only_the_part_inside_the_month() -> None:
+    jobs = [job(1, start=-60, end=60, gpus=1), job(2, account="vision", start=0, end=60, gpus=1)]
+    out = FairnessEvaluator().evaluate(inputs(jobs=jobs), config())
+    assert _row(out, "share_over_entitlement", "nlp")["value"] == pytest.approx(0.5 / 0.5)
