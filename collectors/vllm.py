@@ -1,0 +1,261 @@
+"""vLLM samples -> INFERENCE_WINDOWS: what one replica did between two consecutive scrapes.
+
+A window ends at each scrape of a replica (cluster, model_name, instance) that has an earlier
+scrape; `window_s` is the time since that earlier scrape, so a missed scrape makes one longer
+window rather than a gap in the counts. Counter and histogram-bucket increases are counter-reset
+aware: when any counter of a replica went down, the replica restarted, and every series' increase
+is its new value (counted from 0). A series that appears while its replica was already being
+scraped (vLLM creates `finished_reason="abort"` at the first abort) counts its whole value.
+Requests are `vllm:request_success_total` over every finished_reason; errors are the
+`finished_reason` values `abort` and (newer vLLM) `error`. Gauges are their value at the end of the
+window, summed over engines (`kv_cache_usage` averaged).
+
+`WindowState` carries each series' last sample and each replica's last scrape time from one
+file to the next, so day files read in order lose no window at midnight.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+
+import numpy as np
+import polars as pl
+
+from collectors.batch import Problem
+from collectors.labels import Labels
+from collectors.numbers import NO_TIMESTAMP
+from collectors.samples import Samples
+from gpusteward import tables
+
+(REQUESTS, E2E_BUCKET, E2E_SUM, E2E_COUNT, TTFT_BUCKET, TTFT_SUM, TTFT_COUNT, PROMPT, GENERATION) = range(9)
+RUNNING, WAITING, KV, KV_OLD = range(9, 13)
+_ROLES = {
+    "vllm:request_success_total": REQUESTS,
+    "vllm:e2e_request_latency_seconds_bucket": E2E_BUCKET,
+    "vllm:e2e_request_latency_seconds_sum": E2E_SUM,
+    "vllm:e2e_request_latency_seconds_count": E2E_COUNT,
+    "vllm:time_to_first_token_seconds_bucket": TTFT_BUCKET,
+    "vllm:time_to_first_token_seconds_sum": TTFT_SUM,
+    "vllm:time_to_first_token_seconds_count": TTFT_COUNT,
+    "vllm:prompt_tokens_total": PROMPT,
+    "vllm:generation_tokens_total": GENERATION,
+    "vllm:num_requests_running": RUNNING,
+    "vllm:num_requests_waiting": WAITING,
+    "vllm:kv_cache_usage_perc": KV,
+    "vllm:gpu_cache_usage_perc": KV_OLD,  # the name before vLLM 0.9
+}
+ERROR_REASONS = frozenset({"abort", "error"})
+_SUMS = {"requests": REQUESTS, "e2e_sum": E2E_SUM, "ttft_sum": TTFT_SUM}
+_SUMS |= {"prompt_tokens": PROMPT, "generation_tokens": GENERATION}
+
+Replica = tuple[str, str, str]  # cluster, service (model_name), instance
+SeriesKey = tuple[str, str, Labels]  # cluster, sample name, labels
+
+
+def is_vllm(name: str) -> bool:
+    return name in _ROLES
+
+
+@dataclass
+class WindowState:
+    """The last cumulative sample of every vLLM series and the last scrape of every replica."""
+
+    series: dict[SeriesKey, tuple[int, float]] = field(default_factory=dict)
+    replicas: dict[Replica, int] = field(default_factory=dict)
+
+
+@dataclass
+class _Attrs:
+    role: np.ndarray
+    replica: np.ndarray
+    le: np.ndarray
+    error: np.ndarray
+    replicas: list[Replica]
+    keys: dict[int, SeriesKey]
+
+
+def inference_windows(
+    samples: Samples,
+    *,
+    default_cluster: str,
+    source: str,
+    state: WindowState | None = None,
+    default_instance: str = "default",
+    scrape_ts_ms: int | None = None,
+) -> tuple[pl.DataFrame, list[Problem]]:
+    """Windows between consecutive scrapes; `state` (updated in place) links files read in order."""
+    state = state if state is not None else WindowState()
+    problems: list[Problem] = []
+    sid, value, ts = samples.arrays()
+    attrs = _attributes(samples, np.unique(sid), default_cluster, default_instance)
+    role = attrs.role[sid] if len(sid) else np.zeros(0, np.int8)
+    if scrape_ts_ms is not None:
+        ts = np.where(ts == NO_TIMESTAMP, scrape_ts_ms, ts)
+    untimed = (role >= 0) & (ts == NO_TIMESTAMP)
+    if untimed.any():
+        problems.append(Problem(source, f"{int(untimed.sum())} vLLM samples without a timestamp were skipped"))
+    keep = (role >= 0) & ~untimed & ~np.isnan(value)
+    cur = pl.DataFrame(
+        {
+            "sid": sid[keep],
+            "t": ts[keep],
+            "v": value[keep],
+        },
+        schema={"sid": pl.Int64, "t": pl.Int64, "v": pl.Float64},
+    )
+    if cur.is_empty():
+        return tables.empty(tables.INFERENCE_WINDOWS), problems
+    cur = _with_attrs(cur, attrs)
+    windows = _windows(cur, attrs, state)
+    out = _aggregate(cur, _earlier(cur, attrs, state), windows, attrs)
+    _remember(cur, attrs, state)
+    return out, problems
+
+
+def _attributes(samples: Samples, present: np.ndarray, default_cluster: str, default_instance: str) -> _Attrs:
+    size = int(present.max()) + 1 if len(present) else 0
+    attrs = _Attrs(
+        role=np.full(size, -1, np.int8),
+        replica=np.zeros(size, np.int32),
+        le=np.full(size, math.nan),
+        error=np.zeros(size, np.bool_),
+        replicas=[],
+        keys={},
+    )
+    index: dict[Replica, int] = {}
+    for s in present.tolist():
+        series = samples.series[s]
+        role = _ROLES.get(series.name)
+        labels = series.label_dict
+        service = labels.get("model_name")
+        if role is None or not service:
+            continue
+        if role in (E2E_BUCKET, TTFT_BUCKET):
+            try:
+                attrs.le[s] = float(labels.get("le", ""))  # "+Inf", "Inf" and "inf" all read as inf
+            except ValueError:
+                continue
+        cluster = labels.get("cluster") or default_cluster
+        instance = labels.get("instance") or labels.get("pod") or default_instance
+        attrs.role[s] = role
+        attrs.replica[s] = index.setdefault((cluster, service, instance), len(index))
+        attrs.error[s] = role == REQUESTS and labels.get("finished_reason") in ERROR_REASONS
+        attrs.keys[s] = (cluster, series.name, series.labels)
+    attrs.replicas = list(index)
+    return attrs
+
+
+def _with_attrs(frame: pl.DataFrame, attrs: _Attrs) -> pl.DataFrame:
+    s = frame["sid"].to_numpy()
+    return frame.with_columns(
+        pl.Series("role", attrs.role[s]),
+        pl.Series("rep", attrs.replica[s]),
+        pl.Series("le", attrs.le[s]),
+        pl.Series("err", attrs.error[s]),
+    )
+
+
+def _earlier(cur: pl.DataFrame, attrs: _Attrs, state: WindowState) -> pl.DataFrame:
+    """The last sample before this input of each series, from the state."""
+    first = cur.group_by("sid").agg(pl.col("t").min())
+    rows = []
+    for s, t0 in first.iter_rows():
+        prior = state.series.get(attrs.keys[s])
+        if prior is not None and prior[0] < t0:
+            rows.append((s, prior[0], prior[1]))
+    earlier = pl.DataFrame(rows, schema={"sid": pl.Int64, "t": pl.Int64, "v": pl.Float64}, orient="row")
+    return _with_attrs(earlier, attrs)
+
+
+def _windows(cur: pl.DataFrame, attrs: _Attrs, state: WindowState) -> pl.DataFrame:
+    """(rep, t, prev_t) for every scrape of a replica that follows an earlier scrape."""
+    scrapes = cur.select("rep", "t").unique().sort("rep", "t")
+    before = pl.DataFrame(
+        [(i, state.replicas.get(r)) for i, r in enumerate(attrs.replicas)],
+        schema={"rep": pl.Int32, "before": pl.Int64},
+        orient="row",
+    )
+    return (
+        scrapes.with_columns(pl.col("t").shift(1).over("rep").alias("prev_t"))
+        .join(before, on="rep", how="left")
+        .with_columns(
+            pl.coalesce(
+                "prev_t", pl.when(pl.col("before") < pl.col("t").min().over("rep")).then(pl.col("before"))
+            ).alias("prev_t")
+        )
+        .filter(pl.col("prev_t").is_not_null())
+        .select("rep", "t", "prev_t")
+    )
+
+
+def _aggregate(cur: pl.DataFrame, earlier: pl.DataFrame, windows: pl.DataFrame, attrs: _Attrs) -> pl.DataFrame:
+    counters = (
+        pl.concat([earlier, cur.filter(pl.col("role") < RUNNING)])
+        .sort("sid", "t")
+        .with_columns((pl.col("v") - pl.col("v").shift(1).over("sid")).alias("delta"))
+    )
+    resets = counters.group_by("rep", "t").agg((pl.col("delta") < 0).any().alias("reset"))
+    increases = (
+        counters.join(windows, on=["rep", "t"], how="inner")
+        .join(resets, on=["rep", "t"], how="left")
+        .with_columns(
+            pl.when(pl.col("delta").is_null() | pl.col("reset"))
+            .then(pl.col("v"))
+            .otherwise(pl.col("delta"))
+            .alias("inc")
+        )
+    )
+    inc, role = pl.col("inc"), pl.col("role")
+    sums = increases.group_by("rep", "t").agg(
+        *(pl.when((role == r).any()).then(inc.filter(role == r).sum()).alias(name) for name, r in _SUMS.items()),
+        pl.when((role == REQUESTS).any()).then(inc.filter((role == REQUESTS) & pl.col("err")).sum()).alias("errors"),
+    )
+    v = pl.col("v")
+    gauges = (
+        cur.filter(pl.col("role") >= RUNNING)
+        .join(windows, on=["rep", "t"], how="inner")
+        .group_by("rep", "t")
+        .agg(
+            pl.when((role == RUNNING).any()).then(v.filter(role == RUNNING).sum()).alias("running"),
+            pl.when((role == WAITING).any()).then(v.filter(role == WAITING).sum()).alias("waiting"),
+            pl.coalesce(v.filter(role == KV).mean(), v.filter(role == KV_OLD).mean()).alias("kv_cache_usage"),
+        )
+    )
+    out = windows.join(sums, on=["rep", "t"], how="left").join(gauges, on=["rep", "t"], how="left")
+    for prefix, bucket in (("e2e", E2E_BUCKET), ("ttft", TTFT_BUCKET)):
+        out = out.join(_buckets(increases, bucket, prefix), on=["rep", "t"], how="left")
+    names = pl.DataFrame(
+        [(i, *r) for i, r in enumerate(attrs.replicas)],
+        schema={"rep": pl.Int32, "cluster": pl.Utf8, "service": pl.Utf8, "instance": pl.Utf8},
+        orient="row",
+    )
+    out = out.join(names, on="rep", how="left").with_columns(
+        (pl.col("t") * 1000).cast(tables.TS).alias("ts"),
+        ((pl.col("t") - pl.col("prev_t")) / 1000).round().cast(pl.Int32).alias("window_s"),
+    )
+    return tables.conform(out.sort("cluster", "service", "instance", "ts"), tables.INFERENCE_WINDOWS)
+
+
+def _buckets(increases: pl.DataFrame, role: int, prefix: str) -> pl.DataFrame:
+    """Bucket bounds (ascending, +Inf last) and their summed increases, one list pair per window."""
+    return (
+        increases.filter(pl.col("role") == role)
+        .group_by("rep", "t", "le")
+        .agg(pl.col("inc").sum())
+        .sort("rep", "t", "le")
+        .group_by("rep", "t", maintain_order=True)
+        .agg(pl.col("le").alias(f"{prefix}_le"), pl.col("inc").alias(f"{prefix}_counts"))
+    )
+
+
+def _remember(cur: pl.DataFrame, attrs: _Attrs, state: WindowState) -> None:
+    last = cur.sort("t").group_by("sid").agg(pl.col("t").last(), pl.col("v").last())
+    for s, t, v in last.iter_rows():
+        key = attrs.keys[s]
+        prior = state.series.get(key)
+        if prior is None or prior[0] <= t:
+            state.series[key] = (t, v)
+    for rep, t in cur.group_by("rep").agg(pl.col("t").max()).iter_rows():
+        replica = attrs.replicas[rep]
+        state.replicas[replica] = max(t, state.replicas.get(replica, t))

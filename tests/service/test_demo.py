@@ -1,0 +1,72 @@
+"""The issue's acceptance checks, on one full default demo run (the simulated month)."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner, Result
+
+from service.cli import cli
+
+
+@pytest.fixture(scope="module")
+def demo_dir(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
+    out = tmp_path_factory.mktemp("demo")
+    result = CliRunner().invoke(cli, ["demo", "--out", str(out), "--seed", "7"])
+    assert result.exit_code == 0, result.output + repr(result.exception)
+    yield out
+
+
+def run(*args: str) -> Result:
+    return CliRunner().invoke(cli, list(args))
+
+
+def test_demo_writes_every_output(demo_dir: Path) -> None:
+    assert (demo_dir / "gpusteward.duckdb").stat().st_size > 0
+    assert (demo_dir / "reports" / "review-2026-10.en.md").exists()
+    assert (demo_dir / "reports" / "review-2026-10.zh.md").exists()
+    plan = json.loads((demo_dir / "quota-plan-2026-10.json").read_text())
+    assert plan["dry_run"] is True
+    assert plan["items"], "the demo month has a starving queue and a team over its share: the plan must change quotas"
+
+
+def test_alerts_jsonl_holds_an_inference_reserve_breach(demo_dir: Path) -> None:
+    alerts = [json.loads(line) for line in (demo_dir / "alerts.jsonl").read_text().splitlines()]
+    reserve = [a for a in alerts if a["labels"].get("line") == "inference_reserve"]
+    assert reserve
+    assert reserve[0]["labels"]["cluster"] == "east"
+    assert reserve[0]["annotations"]["fallback"]
+
+
+def test_review_names_the_starving_queue_and_the_idle_notebooks(demo_dir: Path) -> None:
+    review = (demo_dir / "reports" / "review-2026-10.en.md").read_text()
+    summary = review.split("## ")[1]
+    assert "west/eval" in summary
+    assert "Research" in summary
+    assert "idle" in summary
+    assert "chat-70b" in summary
+    assert "Vision" in summary
+
+
+def test_status_shows_the_exporter_outage_as_missing_minutes(demo_dir: Path) -> None:
+    result = run("status", "--db", str(demo_dir / "gpusteward.duckdb"), "--json")
+    assert result.exit_code == 0, result.output
+    status = json.loads(result.output)
+    west = next(r for r in status["completeness"] if r["cluster"] == "west" and r["month"] == "2026-10")
+    # west-gpu-03's 8 GPUs were silent for 6 hours: 2,880 GPU-minutes missing, none of them stored as zeros.
+    assert west["missing"] >= 8 * 360
+    assert "west-gpu-03" in west["detail"]
+
+
+def test_importing_the_same_files_again_changes_no_row_count(demo_dir: Path) -> None:
+    db = str(demo_dir / "gpusteward.duckdb")
+    before = json.loads(run("status", "--db", db, "--json").output)["tables"]
+    again = run("import", "--db", db, str(demo_dir / "data"))
+    assert again.exit_code == 0, again.output
+    assert "new rows: " in again.output
+    after = json.loads(run("status", "--db", db, "--json").output)["tables"]
+    for table in ("gpus", "gpu_minutes", "jobs", "job_events", "inference_windows", "quota_snapshots"):
+        assert after[table]["rows"] == before[table]["rows"], table
