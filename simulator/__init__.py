@@ -1,0 +1,9 @@
+"""The seeded GPU fleet simulator: writes a month of Slurm, DCGM and vLLM data in real formats.
+
+`simulate(out_dir, start, days, seed)` is the whole interface; see docs/simulator.md.
+"""
+
+from simulator.manifest import ClusterInfo, Manifest, Problem
+from simulator.run import simulate
+
+__all__ = ["ClusterInfo", "Manifest", "Problem", "simulate"]

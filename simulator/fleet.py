@@ -1,0 +1,181 @@
+"""The simulated fleet: clusters, hosts, GPUs, partitions, accounts and QOS.
+
+Everything here is fixed by the arguments, not by the seed: the same `--nodes` always gives the
+same hardware (UUIDs are derived from the host and index), so two seeds differ only in workload.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+MODEL_NAME = "NVIDIA H100 80GB HBM3"
+FB_TOTAL_MIB = 81559
+GPUS_PER_NODE = 8
+DRIVER_VERSION = "535.129.03"
+# PCI bus numbers of the eight SXM5 GPUs on an HGX H100 baseboard, as nvidia-smi lists them.
+_PCI_BUSES = ("18", "2A", "3A", "5D", "9A", "AB", "BA", "DB")
+
+CLUSTER_NAMES = ("east", "west")
+# Entitled shares of examples/gpusteward.toml; a team is one Slurm account of the same name.
+TEAM_SHARES: dict[str, float] = {"nlp": 0.30, "vision": 0.15, "speech": 0.15, "research": 0.15, "platform": 0.25}
+USERS: dict[str, tuple[str, ...]] = {
+    "nlp": ("li.wei", "zhang.min", "chen.jie", "wang.fang", "liu.yang"),
+    "vision": ("zhao.lei", "sun.hui", "zhou.ying", "wu.tao"),
+    "speech": ("xu.jing", "ma.chao", "hu.lin"),
+    "research": ("guo.xin", "he.qing", "lin.feng", "luo.dan"),
+    "platform": ("svc-inference", "song.bo", "tang.yu"),
+}
+SERVICE_USER = "svc-inference"
+
+GENERAL_PARTITIONS = ("train", "finetune", "eval", "batch", "interactive", "general")
+INFER_PARTITION = "infer"
+PARTITIONS = (*GENERAL_PARTITIONS, INFER_PARTITION)
+QOS_NAMES = ("high", "normal", "low", "inference")
+
+# Multifactor priority: QOS and partition (PriorityJobFactor) weights plus an age term.
+QOS_PRIORITY = {"inference": 20000, "high": 8000, "normal": 2000, "low": 0}
+PARTITION_PRIORITY = {
+    "interactive": 4000,
+    "train": 500,
+    "finetune": 800,
+    "batch": 500,
+    "general": 500,
+    "eval": 0,
+    "infer": 0,
+}
+AGE_PRIORITY_PER_HOUR = 100
+AGE_PRIORITY_MAX = 1400
+# Partition MaxTime, minutes (`time.limit` in sacct is the job's limit, which defaults to this).
+PARTITION_MAX_MIN = {
+    "train": 72 * 60,
+    "finetune": 24 * 60,
+    "eval": 8 * 60,
+    "batch": 24 * 60,
+    "general": 24 * 60,
+    "interactive": 12 * 60,
+    "infer": 180 * 24 * 60,
+}
+# Account GrpTRES gres/gpu per cluster, as a fraction of the cluster's GPUs (sacctmgr snapshot).
+ACCOUNT_GPU_FRACTION = {"nlp": 0.75, "vision": 0.875, "speech": 0.5, "research": 0.5, "platform": 0.75}
+ACCOUNT_FAIRSHARE = {"nlp": 30, "vision": 15, "speech": 15, "research": 15, "platform": 25}
+
+
+@dataclass(frozen=True)
+class Gpu:
+    cluster: str
+    host: str
+    index: int
+    uuid: str
+    pci_bus_id: str
+
+    @property
+    def device(self) -> str:
+        return f"nvidia{self.index}"
+
+
+@dataclass(frozen=True)
+class Cluster:
+    name: str
+    hosts: tuple[str, ...]
+    infer_hosts: tuple[str, ...]
+
+    @property
+    def gpus(self) -> int:
+        return len(self.hosts) * GPUS_PER_NODE
+
+    def gpu(self, slot: int) -> Gpu:
+        """The GPU at cluster-wide slot `slot` (host-major: host index * 8 + device index)."""
+        host = self.hosts[slot // GPUS_PER_NODE]
+        index = slot % GPUS_PER_NODE
+        return Gpu(self.name, host, index, gpu_uuid(host, index), pci_bus_id(index))
+
+    def partition_hosts(self, partition: str) -> tuple[int, ...]:
+        names = self.infer_hosts if partition == INFER_PARTITION else self.hosts
+        return tuple(self.hosts.index(h) for h in names)
+
+    def account_limit(self, account: str) -> int:
+        return max(GPUS_PER_NODE, round(self.gpus * ACCOUNT_GPU_FRACTION[account]))
+
+
+@dataclass(frozen=True)
+class Fleet:
+    clusters: tuple[Cluster, ...]
+
+    def cluster(self, name: str) -> Cluster:
+        for c in self.clusters:
+            if c.name == name:
+                return c
+        raise KeyError(name)
+
+    @property
+    def gpus(self) -> int:
+        return sum(c.gpus for c in self.clusters)
+
+
+def build_fleet(nodes: int) -> Fleet:
+    """Split `nodes` over east and west (east gets the odd one); infer is half of east, at least 2."""
+    if nodes < 2:
+        raise ValueError(f"the fleet needs at least 2 nodes (one per cluster), got {nodes}")
+    per = {"east": (nodes + 1) // 2, "west": nodes // 2}
+    width = max(2, len(str(max(per.values()))))
+    clusters = []
+    for name in CLUSTER_NAMES:
+        hosts = tuple(f"{name}-gpu-{i:0{width}d}" for i in range(1, per[name] + 1))
+        infer = hosts[: min(len(hosts), max(2, len(hosts) // 2))] if name == "east" else ()
+        clusters.append(Cluster(name, hosts, infer))
+    return Fleet(tuple(clusters))
+
+
+def gpu_uuid(host: str, index: int) -> str:
+    h = hashlib.sha256(f"{host}/{index}".encode()).hexdigest()
+    return f"GPU-{h[:8]}-{h[8:12]}-{h[12:16]}-{h[16:20]}-{h[20:32]}"
+
+
+def pci_bus_id(index: int) -> str:
+    return f"00000000:{_PCI_BUSES[index % len(_PCI_BUSES)]}:00.0"
+
+
+_HOST = re.compile(r"^(.*?)(\d+)$")
+
+
+def hostlist(hosts: Sequence[str]) -> str:
+    """Slurm's compressed hostlist: `east-gpu-[01-02,04]`, or the single name."""
+    if not hosts:
+        return ""
+    groups: dict[str, list[tuple[int, str]]] = {}
+    order: list[str] = []
+    for h in hosts:
+        m = _HOST.match(h)
+        prefix, num = (m.group(1), m.group(2)) if m else (h, "")
+        if prefix not in groups:
+            groups[prefix] = []
+            order.append(prefix)
+        if num:
+            groups[prefix].append((int(num), num))
+    parts = []
+    for prefix in order:
+        nums = sorted(set(groups[prefix]))
+        if not nums:
+            parts.append(prefix)
+            continue
+        if len(nums) == 1:
+            parts.append(prefix + nums[0][1])
+            continue
+        ranges: list[str] = []
+        run = [nums[0]]
+        for item in nums[1:]:
+            if item[0] == run[-1][0] + 1:
+                run.append(item)
+            else:
+                ranges.append(_range(run))
+                run = [item]
+        ranges.append(_range(run))
+        parts.append(f"{prefix}[{','.join(ranges)}]")
+    return ",".join(parts)
+
+
+def _range(run: list[tuple[int, str]]) -> str:
+    return run[0][1] if len(run) == 1 else f"{run[0][1]}-{run[-1][1]}"

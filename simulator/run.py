@@ -1,0 +1,193 @@
+"""`simulate()`: schedule the month, then write Slurm, DCGM and vLLM files day by day, then the manifest.
+
+Values are generated in this process, in day order (the energy counters carry over midnight);
+building and compressing the text, the expensive part, runs in two worker processes. Every file
+depends only on its own inputs, so the bytes are the same with or without workers.
+"""
+
+from __future__ import annotations
+
+import multiprocessing
+from collections import deque
+from collections.abc import Callable
+from concurrent.futures import Future, ProcessPoolExecutor
+from dataclasses import replace
+from datetime import date
+from pathlib import Path
+
+from simulator import measure
+from simulator.fleet import Fleet, build_fleet
+from simulator.inference import ReplicaSeries, place_replicas, simulate_services
+from simulator.manifest import ClusterInfo, Manifest
+from simulator.plan import DAY_S, Plan, make_plan
+from simulator.problems import World, incidents, planted_problems
+from simulator.scheduler import schedule
+from simulator.telemetry import DayValues, TelemetryModel
+from simulator.workload import batch_cap, cluster_jobs, first_job_id
+from simulator.write_openmetrics import DcgmLabels, Gzip, dcgm_labels, render_dcgm, render_vllm
+from simulator.write_slurm import assoc_name, assoc_snapshot, month_bounds, months_touched, sacct_json
+
+Progress = Callable[[str, int, int], None]
+WORKERS = 2
+MAX_IN_FLIGHT = 4
+PARALLEL_MIN_GPU_DAYS = 200  # below this, starting worker processes costs more than it saves
+
+
+def write_dcgm(path: str, day: DayValues, labels: DcgmLabels) -> int:
+    data = render_dcgm(day, labels)
+    Path(path).write_bytes(data)
+    return len(data)
+
+
+def write_vllm(path: str, series: list[ReplicaSeries], cluster: str, t0: int, t1: int) -> int:
+    data = render_vllm(series, cluster, t0, t1)
+    Path(path).write_bytes(data)
+    return len(data)
+
+
+def _day_slice(series: list[ReplicaSeries], t0: int, t1: int) -> list[ReplicaSeries]:
+    """Only the windows of one day, so a worker gets a small payload."""
+    out = []
+    for s in series:
+        m = (s.t >= t0) & (s.t < t1)
+        if m.any():
+            out.append(
+                replace(
+                    s,
+                    t=s.t[m],
+                    e2e=s.e2e[m],
+                    e2e_sum=s.e2e_sum[m],
+                    ttft=s.ttft[m],
+                    ttft_sum=s.ttft_sum[m],
+                    finished=s.finished[m],
+                    prompt_tokens=s.prompt_tokens[m],
+                    generation_tokens=s.generation_tokens[m],
+                    running=s.running[m],
+                    waiting=s.waiting[m],
+                    kv_usage=s.kv_usage[m],
+                    rho=s.rho[m],
+                )
+            )
+    return out
+
+
+def simulate(  # noqa: PLR0917 - the CLI's interface, positional as documented
+    out_dir: Path, start: date, days: int, seed: int, nodes: int = 8, progress: Progress | None = None
+) -> Manifest:
+    """Write a seeded fleet's history under `out_dir` in real formats; return (and write) the manifest."""
+    report: Progress = progress or (lambda _step, _done, _total: None)
+    fleet = build_fleet(nodes)
+    plan = make_plan(fleet, start, days, seed)
+    out_dir.mkdir(parents=True, exist_ok=True)
+
+    world = World({}, {})
+    replicas = {c.name: (place_replicas(c) if c.name == "east" else ()) for c in fleet.clusters}
+    for i, c in enumerate(fleet.clusters):
+        report("schedule", i, len(fleet.clusters))
+        specs, fillers = cluster_jobs(c, plan, replicas[c.name])
+        failures = [f for f in plan.failures if f.cluster == c.name]
+        cap = batch_cap(c, replicas[c.name])
+        runs = schedule(
+            c, specs, failures, until_s=plan.end_s, first_id=first_job_id(c, seed), batch_cap=cap, fillers=fillers
+        )
+        world.runs[c.name] = runs
+        world.series[c.name] = simulate_services(replicas[c.name], runs, plan.end_s, seed)
+    report("schedule", len(fleet.clusters), len(fleet.clusters))
+
+    files: list[str] = []
+    for c in fleet.clusters:
+        folder = out_dir / "slurm" / c.name
+        folder.mkdir(parents=True, exist_ok=True)
+        for year, month in months_touched(start, days):
+            lo, hi = month_bounds(year, month)
+            text = sacct_json(world.runs[c.name], c, max(lo, plan.start_s), min(hi, plan.end_s), plan.end_s)
+            name = f"sacct-{year:04d}-{month:02d}.json.gz"
+            gz = Gzip()
+            gz.write(text)
+            (folder / name).write_bytes(gz.close())
+            files.append(f"slurm/{c.name}/{name}")
+        for t in (plan.start_s, plan.end_s):
+            (folder / assoc_name(t)).write_text(assoc_snapshot(c), encoding="utf-8")
+            files.append(f"slurm/{c.name}/{assoc_name(t)}")
+
+    idle = _write_telemetry(out_dir, fleet, plan, world, files=files, report=report)
+    manifest = Manifest(
+        seed=seed,
+        start=start.isoformat(),
+        days=days,
+        nodes=nodes,
+        clusters={c.name: ClusterInfo(c.hosts, c.gpus) for c in fleet.clusters},
+        planted=tuple(planted_problems(fleet, plan, world, idle)),
+        incidents=tuple(incidents(fleet, plan, world)),
+        files=tuple(sorted(files)),
+    )
+    _remove_stale(out_dir, set(manifest.files))
+    (out_dir / "manifest.json").write_text(manifest.to_json(), encoding="utf-8")
+    return manifest
+
+
+_OURS = ("dcgm/*/*.om.gz", "vllm/*/*.om.gz", "slurm/*/sacct-*.json.gz", "slurm/*/assoc-*.txt")
+
+
+def _remove_stale(out_dir: Path, written: set[str]) -> None:
+    """Files of an earlier run in our own layout would be imported with this one's: remove them."""
+    for pattern in _OURS:
+        for path in out_dir.glob(pattern):
+            if path.relative_to(out_dir).as_posix() not in written:
+                path.unlink()
+
+
+def _write_telemetry(
+    out_dir: Path, fleet: Fleet, plan: Plan, world: World, *, files: list[str], report: Progress
+) -> dict[str, float]:
+    """DCGM and vLLM files, day by day; returns idle-held interactive GPU-minutes per team."""
+    models = {
+        c.name: TelemetryModel(c, world.runs[c.name], world.series[c.name], plan, i)
+        for i, c in enumerate(fleet.clusters)
+    }
+    labels = {c.name: dcgm_labels(c) for c in fleet.clusters}
+    interactive = {
+        c.name: {r.job_id: r.spec.account for r in world.runs[c.name] if r.spec.partition == "interactive"}
+        for c in fleet.clusters
+    }
+    for c in fleet.clusters:
+        (out_dir / "dcgm" / c.name).mkdir(parents=True, exist_ok=True)
+        if world.series[c.name]:
+            (out_dir / "vllm" / c.name).mkdir(parents=True, exist_ok=True)
+    idle: dict[str, float] = {}
+    total = plan.days * len(fleet.clusters)
+    parallel = plan.days * fleet.gpus >= PARALLEL_MIN_GPU_DAYS
+    pool = ProcessPoolExecutor(WORKERS, mp_context=multiprocessing.get_context("spawn")) if parallel else None
+    in_flight: deque[Future[int]] = deque()
+    done = 0
+    try:
+        for d in range(plan.days):
+            t0 = plan.day_start(d)
+            stamp = date.fromordinal(plan.start.toordinal() + d).isoformat()
+            for c in fleet.clusters:
+                values = models[c.name].day(d)
+                measure.idle_minutes(values, interactive[c.name], idle)
+                jobs: list[tuple[Callable[..., int], tuple[object, ...]]] = [
+                    (write_dcgm, (str(out_dir / "dcgm" / c.name / f"{stamp}.om.gz"), values, labels[c.name]))
+                ]
+                files.append(f"dcgm/{c.name}/{stamp}.om.gz")
+                if world.series[c.name]:
+                    path = str(out_dir / "vllm" / c.name / f"{stamp}.om.gz")
+                    day_series = _day_slice(world.series[c.name], t0, t0 + DAY_S)
+                    jobs.append((write_vllm, (path, day_series, c.name, t0, t0 + DAY_S)))
+                    files.append(f"vllm/{c.name}/{stamp}.om.gz")
+                for fn, args in jobs:
+                    if pool is None:
+                        fn(*args)
+                    else:
+                        in_flight.append(pool.submit(fn, *args))
+                while len(in_flight) > MAX_IN_FLIGHT:
+                    in_flight.popleft().result()
+                done += 1
+                report("telemetry", done, total)
+        while in_flight:
+            in_flight.popleft().result()
+    finally:
+        if pool is not None:
+            pool.shutdown(wait=True, cancel_futures=True)
+    return idle

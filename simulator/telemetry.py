@@ -1,0 +1,233 @@
+"""Per-minute DCGM values for one cluster-day, from who held each GPU and what kind of work it was.
+
+Grounding (../shared/notes/workload-realism.md, section 4, items 6-7): training is a two-state
+mixture, idle (GPU_UTIL 0, graphics engine 0) for roughly a quarter of its minutes and busy
+(GPU_UTIL ~99, engine 0.35-0.8, 40-90% of memory) otherwise; idle GPUs draw ~60-65 W. Notebook
+behaviour has no public trace and is an assumption: others' notebooks alternate short bursts and
+short pauses, research's planted notebooks sit idle for hours while holding 20-40 GiB.
+Missing telemetry (the planted exporter outage) is a missing sample, never a zero.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from simulator.fleet import FB_TOTAL_MIB, Cluster
+from simulator.inference import ReplicaSeries
+from simulator.jobs import Run
+from simulator.plan import DAY_S, NodeFailure, Plan
+
+MINUTES = 1440
+_XID_TEXT = {79: "GPU has fallen off the bus", 48: "Double Bit ECC Error"}
+
+
+@dataclass(frozen=True)
+class Profile:
+    startup: tuple[int, int]  # idle minutes while loading (min, max)
+    busy_mean: float  # minutes
+    idle_mean: float
+    idle_cap: int  # longest pause, minutes
+    level: tuple[float, float]  # graphics-engine ratio while busy (job mean range)
+    util: tuple[int, int]  # GPU_UTIL while busy
+    fb: tuple[float, float]  # share of the frame buffer held
+
+
+PROFILES = {
+    "train": Profile((3, 15), 28, 11, 60, (0.35, 0.8), (93, 100), (0.4, 0.9)),
+    "bigrun": Profile((5, 15), 40, 12, 30, (0.5, 0.85), (96, 100), (0.7, 0.95)),
+    "urgent": Profile((5, 12), 40, 10, 30, (0.5, 0.85), (96, 100), (0.7, 0.95)),
+    "finetune": Profile((3, 10), 30, 10, 30, (0.4, 0.75), (93, 100), (0.5, 0.9)),
+    "scavenger": Profile((2, 6), 25, 5, 20, (0.3, 0.7), (85, 100), (0.3, 0.7)),
+    "eval": Profile((2, 10), 8, 3, 15, (0.3, 0.6), (80, 100), (0.3, 0.7)),
+    "sweep": Profile((3, 10), 10, 3, 15, (0.3, 0.6), (80, 100), (0.4, 0.8)),
+    "batch": Profile((1, 3), 40, 2, 10, (0.5, 0.8), (90, 100), (0.5, 0.85)),
+    "general": Profile((1, 5), 10, 10, 25, (0.2, 0.7), (50, 100), (0.05, 0.5)),
+    "notebook": Profile((5, 20), 8, 10, 25, (0.1, 0.4), (15, 60), (0.12, 0.37)),
+    "notebook_idle": Profile((10, 40), 2, 90, 240, (0.1, 0.3), (15, 50), (0.25, 0.5)),
+}
+
+
+@dataclass
+class DayValues:
+    """One cluster-day: arrays of shape (GPUs, 1440); `valid` False where no sample exists."""
+
+    cluster: str
+    day_start_s: int
+    job: np.ndarray  # int64 Slurm job id holding the GPU at the sample time, 0 when none
+    valid: np.ndarray
+    util: np.ndarray
+    gr: np.ndarray
+    fb_used: np.ndarray
+    power: np.ndarray
+    temp: np.ndarray
+    energy: np.ndarray  # mJ, float64
+    xid: np.ndarray
+    offsets_ms: np.ndarray  # per host: scrape offset inside the minute
+
+    @property
+    def fb_free(self) -> np.ndarray:
+        return np.asarray(FB_TOTAL_MIB - self.fb_used)
+
+
+def host_offset_ms(host: str) -> int:
+    """Prometheus spreads targets over the scrape interval by a hash of the target."""
+    return sum((i + 1) * ord(c) for i, c in enumerate(host)) * 7919 % 60_000
+
+
+def _pattern(profile: Profile, minutes: int, rng: np.random.Generator) -> np.ndarray:
+    """Busy (True) / idle minutes of a run from its start, checkpoints and stalls included."""
+    busy = np.zeros(minutes, dtype=bool)
+    pos = int(rng.integers(profile.startup[0], profile.startup[1] + 1))
+    while pos < minutes:
+        run = max(1, int(rng.exponential(profile.busy_mean)))
+        busy[pos : pos + run] = True
+        pos += run + min(profile.idle_cap, max(1, int(rng.exponential(profile.idle_mean))))
+    return busy
+
+
+class TelemetryModel:
+    """Generates the DCGM values of each cluster-day; keeps the energy counters across days."""
+
+    def __init__(
+        self, cluster: Cluster, runs: list[Run], series: list[ReplicaSeries], plan: Plan, cluster_index: int
+    ) -> None:
+        self.cluster = cluster
+        self.plan = plan
+        self.cluster_index = cluster_index
+        self.runs = [r for r in runs if r.start_s is not None and r.spec.gpus > 0]
+        self.series = {(s.run.job_id, s.run.attempt): s for s in series}
+        self.offsets = np.array([host_offset_ms(h) for h in cluster.hosts], dtype=np.int64)
+        n = cluster.gpus
+        boot = np.random.default_rng([plan.seed, cluster_index, 0xE7]).uniform(10, 60, n)
+        self.energy = boot * DAY_S * 250.0 * 1000.0  # mJ since boot at the start of the range
+        self.failures: list[NodeFailure] = [f for f in plan.failures if f.cluster == cluster.name]
+
+    def _sample_times(self, day_start: int) -> np.ndarray:
+        """(hosts, 1440) epoch milliseconds of each scrape: the minute plus the host's offset."""
+        minute = day_start + 60 * np.arange(MINUTES, dtype=np.int64)
+        return np.asarray(minute[None, :] * 1000 + self.offsets[:, None], dtype=np.int64)
+
+    def day(self, day_index: int) -> DayValues:
+        """The values of day `day_index`; call in day order (the energy counters carry over)."""
+        c = self.cluster
+        n = c.gpus
+        day_start = self.plan.day_start(day_index)
+        t_ms = self._sample_times(day_start)
+        rng = np.random.default_rng([self.plan.seed, self.cluster_index, day_index, 0xD1])
+        out = {
+            "job": np.zeros((n, MINUTES), dtype=np.int64),
+            "busy": np.zeros((n, MINUTES), dtype=bool),
+            "held": np.zeros((n, MINUTES), dtype=bool),
+            "level": np.zeros((n, MINUTES)),
+            "util_hi": np.zeros((n, MINUTES)),
+            "fb": np.zeros((n, MINUTES)),
+        }
+        day_end = day_start + DAY_S
+        for r in self.runs:
+            assert r.start_s is not None
+            end = r.end_s if r.end_s is not None else self.plan.end_s
+            if r.start_s < day_end and end > day_start:
+                self._fill(r, end, t_ms, out)
+        busy, held, level = out["busy"], out["held"], out["level"]
+        noise = rng.normal(0.0, 1.0, (4, n, MINUTES))
+        gr = np.where(busy, np.clip(level + 0.04 * noise[0], 0.02, 0.99), 0.0)
+        util = np.where(busy, np.clip(out["util_hi"] - np.abs(3 * noise[1]), 1, 100), 0.0).round()
+        fb_used = np.where(held, np.clip(out["fb"] * (1 + 0.004 * noise[2]), 0, FB_TOTAL_MIB - 1), 0.0).round()
+        idle_w = np.where(held, 78.0, 62.0) + 1.5 * noise[3]
+        power = np.where(busy, np.minimum(700.0, 90 + 780 * gr + 12 * noise[3]), idle_w)
+        kernel = np.array([0.2, 0.3, 0.5])
+        smooth = np.apply_along_axis(lambda p: np.convolve(np.r_[p[:2], p], kernel[::-1], "valid"), 1, power)
+        temp = (27 + 0.062 * smooth + 0.6 * rng.standard_normal((n, MINUTES))).round()
+        energy = self.energy[:, None] + np.cumsum(power * 60_000.0, axis=1)
+        self.energy = energy[:, -1].copy()
+        xid = self._xids(t_ms)
+        valid = self._valid(t_ms)
+        return DayValues(
+            cluster=c.name,
+            day_start_s=day_start,
+            job=out["job"],
+            valid=valid,
+            util=util.astype(np.int32),
+            gr=gr.round(4),
+            fb_used=fb_used.astype(np.int32),
+            power=power.round(3),
+            temp=temp.astype(np.int32),
+            energy=energy.round(0),
+            xid=xid,
+            offsets_ms=self.offsets,
+        )
+
+    def _fill(self, r: Run, end: int, t_ms: np.ndarray, out: dict[str, np.ndarray]) -> None:
+        assert r.start_s is not None
+        rng = np.random.default_rng([self.plan.seed, self.cluster_index, r.job_id, r.attempt])
+        profile = PROFILES.get(r.spec.kind)
+        pattern = None
+        if profile is not None:
+            total = int((end - r.start_s) // 60 + 2)
+            pattern = _pattern(profile, total, np.random.default_rng([self.plan.seed, r.job_id, r.attempt, 7]))
+        for slot in r.slots:
+            ts = t_ms[slot // 8]
+            a = int(np.searchsorted(ts, r.start_s * 1000))
+            b = int(np.searchsorted(ts, end * 1000))
+            if a >= b:
+                continue
+            out["job"][slot, a:b] = r.job_id
+            out["held"][slot, a:b] = True
+            if profile is None or pattern is None:
+                self._inference(r, slot, ts[a:b], out, a=a, b=b)
+                continue
+            # Minutes since the run started, so a multi-day run keeps one pattern across days.
+            first = int((ts[a] // 1000 - r.start_s) // 60)
+            idx = np.clip(np.arange(first, first + (b - a)), 0, len(pattern) - 1)
+            out["busy"][slot, a:b] = pattern[idx]
+            out["level"][slot, a:b] = rng.uniform(*profile.level)
+            out["util_hi"][slot, a:b] = rng.integers(profile.util[0], profile.util[1] + 1)
+            if r.spec.kind == "notebook_idle":
+                out["fb"][slot, a:b] = rng.uniform(20480, 40960)
+            else:
+                out["fb"][slot, a:b] = rng.uniform(*profile.fb) * FB_TOTAL_MIB
+            if first == 0:
+                out["fb"][slot, a] = 0.0  # nothing allocated yet in a run's first minute
+
+    def _inference(self, r: Run, slot: int, ts: np.ndarray, out: dict[str, np.ndarray], *, a: int, b: int) -> None:
+        """A vLLM replica: engine activity follows its load; 90% of memory once the weights are in."""
+        series = self.series.get((r.job_id, r.attempt))
+        rho = np.zeros(b - a)
+        if series is not None and len(series.t):
+            sec = ts // 1000
+            idx = np.minimum(np.searchsorted(series.t, sec), len(series.t) - 1)
+            serving = (sec >= series.t[0] - 300) & (sec <= series.t[-1])
+            rho = np.where(serving, series.rho[idx], 0.0)
+        up = rho > 0
+        out["busy"][slot, a:b] = up
+        out["level"][slot, a:b] = np.clip(0.05 + 0.6 * rho, 0.05, 0.95)
+        out["util_hi"][slot, a:b] = np.clip(30 + 80 * rho, 30, 100).round()
+        out["fb"][slot, a:b] = np.where(up, 0.9 * FB_TOTAL_MIB, 0.35 * FB_TOTAL_MIB)
+
+    def _xids(self, t_ms: np.ndarray) -> np.ndarray:
+        """The failing GPU reports its XID from just before the failure until the node is back."""
+        xid = np.zeros((self.cluster.gpus, MINUTES), dtype=np.int32)
+        for f in self.failures:
+            gpu = f.host * 8 + (f.at_s // 60) % 8
+            ts = t_ms[f.host]
+            a = int(np.searchsorted(ts, (f.at_s - 120) * 1000))
+            b = int(np.searchsorted(ts, (f.at_s + f.down_s) * 1000))
+            xid[gpu, a:b] = f.xid
+        return xid
+
+    def _valid(self, t_ms: np.ndarray) -> np.ndarray:
+        valid = np.ones((self.cluster.gpus, MINUTES), dtype=bool)
+        out = self.plan.outage
+        if out is not None and out[0] == self.cluster.name:
+            _, host, t0, t1 = out
+            ts = t_ms[host]
+            a = int(np.searchsorted(ts, t0 * 1000))
+            b = int(np.searchsorted(ts, t1 * 1000))
+            valid[host * 8 : host * 8 + 8, a:b] = False
+        return valid
+
+
+def xid_text(code: int) -> str:
+    return _XID_TEXT.get(code, "Unknown Error")

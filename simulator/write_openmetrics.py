@@ -1,0 +1,245 @@
+"""OpenMetrics text as `promtool tsdb dump-openmetrics` prints a Prometheus that scraped the exporters.
+
+One file per cluster-day, gzip level 1 with mtime 0 (same input, same bytes). Within a family every
+series (label set) is contiguous with its samples in time order, as the strict parser requires.
+A GPU whose job changes gets a new series (its `hpc_job` label changes); a GPU that returns to a
+series it had earlier in the day (idle again, or the same job after a requeue) continues that one.
+Lines are built per series with one `str.join` over vectorised "value timestamp" strings.
+"""
+
+from __future__ import annotations
+
+import zlib
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import numpy as np
+import polars as pl
+
+from simulator.fleet import DRIVER_VERSION, GPUS_PER_NODE, MODEL_NAME, Cluster, gpu_uuid, pci_bus_id
+from simulator.inference import E2E_BUCKETS, TTFT_BUCKETS, ReplicaSeries
+from simulator.telemetry import DayValues, xid_text
+
+EXPORTER_PORT = 9400
+GZIP_LEVEL = 1
+
+# (family, type, help, DayValues attribute); help texts are dcgm-exporter's default-counters.csv.
+DCGM_FAMILIES = (
+    ("DCGM_FI_DEV_GPU_UTIL", "gauge", "GPU utilization (in %).", "util"),
+    ("DCGM_FI_PROF_GR_ENGINE_ACTIVE", "gauge", "Ratio of time the graphics engine is active.", "gr"),
+    ("DCGM_FI_DEV_FB_USED", "gauge", "Framebuffer memory used (in MiB).", "fb_used"),
+    ("DCGM_FI_DEV_FB_FREE", "gauge", "Framebuffer memory free (in MiB).", "fb_free"),
+    ("DCGM_FI_DEV_POWER_USAGE", "gauge", "Power draw (in W).", "power"),
+    ("DCGM_FI_DEV_GPU_TEMP", "gauge", "GPU temperature (in C).", "temp"),
+    # `unknown` keeps the exposed name valid OpenMetrics: a counter family would need `_total`.
+    ("DCGM_FI_DEV_TOTAL_ENERGY_CONSUMPTION", "unknown", "Total energy consumption since boot (in mJ).", "energy"),
+    ("DCGM_FI_DEV_XID_ERRORS", "gauge", "Value of the last XID error encountered.", "xid"),
+)
+
+
+class Gzip:
+    """A deterministic gzip stream (no name, mtime 0) built from text chunks."""
+
+    def __init__(self) -> None:
+        self._z = zlib.compressobj(GZIP_LEVEL, zlib.DEFLATED, 31)
+        self._parts: list[bytes] = []
+
+    def write(self, text: str) -> None:
+        self._parts.append(self._z.compress(text.encode()))
+
+    def close(self) -> bytes:
+        self._parts.append(self._z.flush())
+        return b"".join(self._parts)
+
+
+def ts_strings(ms: np.ndarray) -> pl.Series:
+    """Epoch milliseconds as OpenMetrics seconds with three decimals."""
+    s = pl.Series(ms.ravel())
+    return (s // 1000).cast(pl.Utf8) + "." + (s % 1000).cast(pl.Utf8).str.zfill(3)
+
+
+def _values(v: np.ndarray) -> pl.Series:
+    if np.issubdtype(v.dtype, np.integer):
+        return pl.Series(v).cast(pl.Utf8)
+    if np.all(v == np.round(v)) and np.abs(v).max(initial=0) < 2**53:
+        return pl.Series(v.astype(np.int64)).cast(pl.Utf8)
+    return pl.Series(v).cast(pl.Utf8)
+
+
+def _series_order(key: np.ndarray, valid: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """Flat sample indices grouped by (GPU, key) in order of each group's first minute, then time.
+
+    Returns (indices into the flattened arrays, group start positions, group GPU, group key).
+    """
+    m = key.shape[1]
+    flat = np.flatnonzero(valid.ravel())
+    slot = flat // m
+    minute = flat % m
+    k = key.ravel()[flat]
+    o1 = np.lexsort((minute, k, slot))
+    s1, k1, m1 = slot[o1], k[o1], minute[o1]
+    new = np.ones(len(o1), dtype=bool)
+    new[1:] = (s1[1:] != s1[:-1]) | (k1[1:] != k1[:-1])
+    starts = np.flatnonzero(new)
+    first = np.repeat(m1[starts], np.diff(np.r_[starts, len(o1)]))
+    o2 = np.lexsort((m1, first, s1))
+    order = o1[o2]
+    s2, k2 = slot[order], k[order]
+    new2 = np.ones(len(order), dtype=bool)
+    new2[1:] = (s2[1:] != s2[:-1]) | (k2[1:] != k2[:-1])
+    g = np.flatnonzero(new2)
+    return flat[order], g, s2[g], k2[g]
+
+
+@dataclass(frozen=True)
+class DcgmLabels:
+    """Per GPU slot: the dcgm-exporter labels before and after the optional attribute labels."""
+
+    head: tuple[str, ...]
+    tail: tuple[str, ...]
+
+
+def dcgm_labels(cluster: Cluster) -> DcgmLabels:
+    head, tail = [], []
+    for slot in range(cluster.gpus):
+        host = cluster.hosts[slot // GPUS_PER_NODE]
+        i = slot % GPUS_PER_NODE
+        head.append(
+            f'gpu="{i}",UUID="{gpu_uuid(host, i)}",pci_bus_id="{pci_bus_id(i)}",device="nvidia{i}",'
+            f'modelName="{MODEL_NAME}",Hostname="{host}",DCGM_FI_DRIVER_VERSION="{DRIVER_VERSION}"'
+        )
+        tail.append(f'instance="{host}:{EXPORTER_PORT}",job="dcgm-exporter",cluster="{cluster.name}"')
+    return DcgmLabels(tuple(head), tuple(tail))
+
+
+def _family_text(prefixes: Sequence[str], vt: list[str], starts: np.ndarray) -> str:
+    """Each series' lines: its label prefix joined onto every "value timestamp" string."""
+    ends = np.r_[starts[1:], len(vt)]
+    return "\n".join(
+        p + ("\n" + p).join(vt[a:b]) for p, a, b in zip(prefixes, starts.tolist(), ends.tolist(), strict=True)
+    )
+
+
+def render_dcgm(day: DayValues, labels: DcgmLabels) -> bytes:
+    """One cluster-day of dcgm-exporter samples as gzipped OpenMetrics."""
+    n = day.job.shape[0]
+    host_ms = (day.day_start_s + 60 * np.arange(day.job.shape[1], dtype=np.int64))[None, :] * 1000
+    ms = np.repeat(host_ms + day.offsets_ms[:, None], GPUS_PER_NODE, axis=0)[:n]
+    ts_all = ts_strings(ms)
+    out = Gzip()
+    job_order = _series_order(day.job, day.valid)
+    xid_key = day.job * 1000 + day.xid
+    for name, typ, help_text, attr in DCGM_FAMILIES:
+        out.write(f"# HELP {name} {help_text}\n# TYPE {name} {typ}\n")
+        if attr == "xid":
+            idx, starts, slots, keys = _series_order(xid_key, day.valid)
+        else:
+            idx, starts, slots, keys = job_order
+        if len(idx) == 0:
+            continue
+        values = getattr(day, attr).ravel()[idx]
+        vt = (_values(values) + " " + ts_all.gather(idx)).to_list()
+        prefixes = []
+        for slot, key in zip(slots.tolist(), keys.tolist(), strict=True):
+            job = key // 1000 if attr == "xid" else key
+            attrs = ""
+            if attr == "xid" and key % 1000:
+                code = key % 1000
+                attrs += f',err_code="{code}",err_msg="{xid_text(code)}"'
+            if job:
+                attrs += f',hpc_job="{job}"'
+            prefixes.append(f"{name}{{{labels.head[slot]}{attrs},{labels.tail[slot]}}} ")
+        out.write(_family_text(prefixes, vt, starts) + "\n")
+    out.write("# EOF\n")
+    return out.close()
+
+
+# vLLM families in the order the server lists them; help texts from vllm/v1/metrics/loggers.py.
+VLLM_GAUGES = (
+    ("vllm:num_requests_running", "Number of requests in model execution batches.", "running"),
+    ("vllm:num_requests_waiting", "Number of requests waiting to be processed.", "waiting"),
+    ("vllm:kv_cache_usage_perc", "KV-cache usage. 1 means 100 percent usage.", "kv_usage"),
+)
+VLLM_COUNTERS = (
+    ("vllm:prompt_tokens", "Number of prefill tokens processed.", "prompt_tokens"),
+    ("vllm:generation_tokens", "Number of generation tokens processed.", "generation_tokens"),
+)
+FINISHED_REASONS = ("stop", "length", "abort")
+
+
+def instance_offset_ms(instance: str) -> int:
+    return sum((i + 3) * ord(c) for i, c in enumerate(instance)) * 104729 % 300_000
+
+
+def _cells(prefixes: np.ndarray, values: np.ndarray, ts: np.ndarray, by_column: bool = False) -> list[str]:
+    """Lines `prefix value ts` for a (times, columns) block: row by row, or column by column."""
+    grid = np.strings.add(np.strings.add(prefixes[None, :], values), np.strings.add(" ", ts)[:, None])
+    return [str(x) for x in (grid.T if by_column else grid).ravel().tolist()]
+
+
+def _fmt(v: np.ndarray, decimals: int | None = None) -> np.ndarray:
+    if decimals is None:
+        return np.asarray(v.astype(np.int64).astype(str))
+    return np.asarray(np.char.mod(f"%.{decimals}f", v))
+
+
+def _le(bound: float) -> str:
+    return repr(float(bound))
+
+
+def render_vllm(series: Sequence[ReplicaSeries], cluster: str, day_start: int, day_end: int) -> bytes:
+    """One cluster-day of vLLM /metrics for every replica that was up, as gzipped OpenMetrics."""
+    groups: dict[str, list[tuple[ReplicaSeries, np.ndarray]]] = {}
+    for s in series:
+        inst = f"{s.replica.host_name}:{s.replica.port}"
+        mask = (s.t >= day_start) & (s.t < day_end)
+        if mask.any():
+            groups.setdefault(inst, []).append((s, mask))
+    blocks = []
+    for inst in sorted(groups, key=lambda i: (groups[i][0][0].replica.service, groups[i][0][0].replica.index)):
+        parts = sorted(groups[inst], key=lambda p: int(p[0].t[p[1]][0]))
+        rep = parts[0][0].replica
+        base = f'model_name="{rep.service}",engine="0",instance="{inst}",job="vllm",cluster="{cluster}"'
+        off = instance_offset_ms(inst)
+        ts = np.concatenate([s.t[m] for s, m in parts]) * 1000 + off
+        blocks.append((base, ts_strings(ts).to_numpy().astype(str), parts))
+    out = Gzip()
+
+    def cat(attr: str) -> list[np.ndarray]:
+        return [np.concatenate([getattr(s, attr)[m] for s, m in parts]) for _, _, parts in blocks]
+
+    for name, help_text, attr in VLLM_GAUGES:
+        out.write(f"# HELP {name} {help_text}\n# TYPE {name} gauge\n")
+        for (base, ts, _), v in zip(blocks, cat(attr), strict=True):
+            vals = _fmt(v, 4) if attr == "kv_usage" else _fmt(v)
+            out.write("\n".join(_cells(np.array([f"{name}{{{base}}} "]), vals[:, None], ts)) + "\n")
+    for name, help_text, attr in VLLM_COUNTERS:
+        out.write(f"# HELP {name} {help_text}\n# TYPE {name} counter\n")
+        for (base, ts, _), v in zip(blocks, cat(attr), strict=True):
+            out.write("\n".join(_cells(np.array([f"{name}_total{{{base}}} "]), _fmt(v)[:, None], ts)) + "\n")
+    name = "vllm:request_success"
+    out.write(f"# HELP {name} Count of successfully processed requests.\n# TYPE {name} counter\n")
+    for (base, ts, _), v in zip(blocks, cat("finished"), strict=True):
+        for j, reason in enumerate(FINISHED_REASONS):
+            pfx = np.array([f'{name}_total{{finished_reason="{reason}",{base}}} '])
+            out.write("\n".join(_cells(pfx, _fmt(v[:, j])[:, None], ts)) + "\n")
+    # Classic histograms are written as the dump prints them: every `_bucket` (one series per
+    # `le`), `_count` and `_sum` series on its own with all its samples, without metadata. With a
+    # `# TYPE ... histogram` header a histogram may carry one timestamp only in the strict
+    # parsers (prometheus_client drops the repeated bucket lines of later timestamps).
+    hists = (
+        ("vllm:time_to_first_token_seconds", "ttft", TTFT_BUCKETS),
+        ("vllm:e2e_request_latency_seconds", "e2e", E2E_BUCKETS),
+    )
+    for name, attr, bounds in hists:
+        les = [*(_le(b) for b in bounds), "+Inf"]
+        counts_all, sums_all = cat(attr), cat(f"{attr}_sum")
+        for (base, ts, _), counts in zip(blocks, counts_all, strict=True):
+            pfx = np.array([f'{name}_bucket{{le="{le}",{base}}} ' for le in les])
+            out.write("\n".join(_cells(pfx, _fmt(counts), ts, by_column=True)) + "\n")
+        for (base, ts, _), counts in zip(blocks, counts_all, strict=True):
+            out.write("\n".join(_cells(np.array([f"{name}_count{{{base}}} "]), _fmt(counts[:, -1:]), ts)) + "\n")
+        for (base, ts, _), sums in zip(blocks, sums_all, strict=True):
+            out.write("\n".join(_cells(np.array([f"{name}_sum{{{base}}} "]), _fmt(sums, 3)[:, None], ts)) + "\n")
+    out.write("# EOF\n")
+    return out.close()

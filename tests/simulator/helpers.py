@@ -1,0 +1,57 @@
+"""Readers the simulator tests share: plain file access, no project parsers."""
+
+from __future__ import annotations
+
+import calendar
+import gzip
+import json
+from datetime import date
+from pathlib import Path
+from typing import Any
+
+
+def sacct_jobs(out: Path, cluster: str) -> list[dict[str, Any]]:
+    """Every record of every monthly sacct file of a cluster."""
+    jobs: list[dict[str, Any]] = []
+    for path in sorted((out / "slurm" / cluster).glob("sacct-*.json.gz")):
+        jobs += json.loads(gzip.decompress(path.read_bytes()))["jobs"]
+    return jobs
+
+
+def text(path: Path) -> str:
+    return gzip.decompress(path.read_bytes()).decode()
+
+
+def epoch(day: date) -> int:
+    return calendar.timegm(day.timetuple())
+
+
+def gpus_of(job: dict[str, Any]) -> int:
+    return sum(t["count"] for t in job["tres"]["allocated"] if t["type"] == "gres" and t["name"] == "gpu")
+
+
+def sample_time(line: str) -> float:
+    return float(line.rsplit(" ", 1)[1])
+
+
+def label(line: str, name: str) -> str | None:
+    """A label's value in a sample line (`job` does not match `hpc_job`)."""
+    for key in (f'{{{name}="', f',{name}="'):
+        i = line.find(key)
+        if i >= 0:
+            j = line.index('"', i + len(key))
+            return line[i + len(key) : j]
+    return None
+
+
+def expand_hostlist(expr: str) -> list[str]:
+    """`west-gpu-[01-02,04]` -> its hosts (the forms the simulator writes)."""
+    if "[" not in expr:
+        return [expr]
+    prefix, rest = expr.split("[", 1)
+    hosts = []
+    for part in rest.rstrip("]").split(","):
+        lo, _, hi = part.partition("-")
+        width = len(lo)
+        hosts += [f"{prefix}{i:0{width}d}" for i in range(int(lo), int(hi or lo) + 1)]
+    return hosts

@@ -1,0 +1,129 @@
+"""The scheduler's invariants, requeue records, the fleet layout and Slurm hostlists."""
+
+from __future__ import annotations
+
+import itertools
+from collections import defaultdict
+from pathlib import Path
+from typing import Any
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from simulator import Manifest
+from simulator.fleet import Cluster, build_fleet, hostlist
+from simulator.jobs import JobSpec
+from simulator.scheduler import schedule
+from simulator.workload import PREEMPTS
+from tests.simulator.helpers import sacct_jobs
+
+DAY = 86_400
+CLUSTER = Cluster("test", ("t-gpu-01", "t-gpu-02"), ())
+
+job = st.fixed_dictionaries(
+    {
+        "gpus": st.sampled_from([1, 2, 4, 8, 16]),
+        "submit": st.integers(0, DAY),
+        "run": st.integers(30, DAY // 2),
+        "limit_h": st.integers(1, 24),
+        "qos": st.sampled_from(["high", "normal", "low"]),
+        "partition": st.sampled_from(["train", "eval", "interactive", "batch"]),
+        "account": st.sampled_from(["nlp", "vision", "research"]),
+    }
+)
+
+
+def _spec(i: int, j: dict[str, int | str]) -> JobSpec:
+    qos = str(j["qos"])
+    limit_min = int(j["limit_h"]) * 60
+    return JobSpec(
+        key=i,
+        name=f"job-{i}",
+        user="u",
+        account=str(j["account"]),
+        partition=str(j["partition"]),
+        qos=qos,
+        kind="train",
+        gpus=int(j["gpus"]),
+        submit_s=int(j["submit"]),
+        run_s=min(int(j["run"]), limit_min * 60),
+        final_state="COMPLETED",
+        limit_min=limit_min,
+        preempts=PREEMPTS[qos],
+    )
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.lists(job, min_size=1, max_size=60))
+def test_no_gpu_is_ever_held_by_two_runs_at_once(jobs: list[dict[str, int | str]]) -> None:
+    until = 2 * DAY
+    specs = sorted((_spec(i, j) for i, j in enumerate(jobs)), key=lambda s: (s.submit_s, s.key))
+    runs = schedule(CLUSTER, specs, [], until_s=until, first_id=100, batch_cap=14)
+    held: dict[int, list[tuple[int, int]]] = defaultdict(list)
+    by_job: dict[int, list[tuple[int, int, int]]] = defaultdict(list)
+    for r in runs:
+        if r.start_s is None:
+            assert r.slots == ()
+            assert r.end_s is None
+            continue
+        end = r.end_s if r.end_s is not None else until
+        assert r.submit_s <= r.start_s <= end
+        assert len(r.slots) == r.spec.gpus == len(set(r.slots))
+        assert all(0 <= s < CLUSTER.gpus for s in r.slots)
+        for s in r.slots:
+            held[s].append((r.start_s, end))
+        by_job[r.job_id].append((r.submit_s, r.start_s, end))
+    for spans in held.values():
+        spans.sort()
+        for (_, end), (start, _) in itertools.pairwise(spans):
+            assert start >= end
+    for records in by_job.values():
+        records.sort()
+        for (_, _, end), (submit, _, _) in itertools.pairwise(records):
+            assert submit >= end  # a requeued record is submitted after the previous one ended
+
+
+def test_a_requeued_job_has_a_preempted_record_then_a_new_one(short_run: tuple[Path, Manifest]) -> None:
+    out, _ = short_run
+    records: dict[int, list[dict[str, Any]]] = defaultdict(list)
+    for cluster in ("east", "west"):
+        for j in sacct_jobs(out, cluster):
+            records[j["job_id"]].append(j)
+    requeued = {k: v for k, v in records.items() if len(v) > 1}
+    assert requeued
+    chat = [v for v in requeued.values() if str(v[0]["name"]).startswith("vllm-chat-70b")]
+    assert len(chat) == 2  # the planted preemption of two replicas
+    for versions in requeued.values():
+        first, later = versions[0], versions[1:]
+        assert first["state"]["current"] == "PREEMPTED"
+        for prev, nxt in zip(versions, later, strict=False):
+            assert nxt["time"]["submission"] >= prev["time"]["end"] > 0
+            assert nxt["time"]["submission"] > prev["time"]["submission"]
+
+
+def test_the_default_fleet_is_two_clusters_of_four_h100_nodes() -> None:
+    fleet = build_fleet(8)
+    east, west = fleet.clusters
+    assert (east.name, west.name) == ("east", "west")
+    assert east.hosts == ("east-gpu-01", "east-gpu-02", "east-gpu-03", "east-gpu-04")
+    assert east.infer_hosts == ("east-gpu-01", "east-gpu-02")
+    assert west.infer_hosts == ()
+    assert fleet.gpus == 64
+    assert east.gpu(9).host == "east-gpu-02"
+    assert east.gpu(9).device == "nvidia1"
+    assert east.gpu(9).uuid.startswith("GPU-")
+
+
+def test_larger_fleets_pad_host_numbers_and_scale_the_infer_partition() -> None:
+    east, west = build_fleet(201).clusters
+    assert len(east.hosts) == 101
+    assert len(west.hosts) == 100
+    assert east.hosts[0] == "east-gpu-001"
+    assert len(east.infer_hosts) == 50
+
+
+def test_hostlists_compress_like_slurm() -> None:
+    assert hostlist(["east-gpu-01"]) == "east-gpu-01"
+    assert hostlist(["east-gpu-01", "east-gpu-02"]) == "east-gpu-[01-02]"
+    assert hostlist(["west-gpu-04", "west-gpu-01", "west-gpu-02"]) == "west-gpu-[01-02,04]"
+    assert hostlist([]) == ""
