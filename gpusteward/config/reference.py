@@ -12,6 +12,7 @@ from typing import Any
 
 from gpusteward.config.schema import FIELD_ALIASES, Config
 from gpusteward.durations import format_duration
+from gpusteward.indicators import INDICATORS
 
 
 @dataclass(frozen=True)
@@ -89,3 +90,18 @@ def render_markdown_table() -> str:
         default = f"`{doc.default}`" if doc.default not in ("", "required") else doc.default
         lines.append(f"| `{doc.path}` | {doc.type} | {default} | {doc.help} |")
     return "\n".join(lines) + "\n"
+
+
+def indicator_table() -> str:
+    lines = ["| indicator | unit | meets its objective when | scenarios | meaning |", "|---|---|---|---|---|"]
+    for i in INDICATORS.values():
+        when = "value <= threshold" if i.direction.value == "at_most" else "value >= threshold"
+        scenarios = ", ".join(sorted(s.value for s in i.scenarios))
+        lines.append(f"| `{i.name}` | {i.unit.value} | {when} | {scenarios} | {i.help} |")
+    return "\n".join(lines) + "\n"
+
+
+if __name__ == "__main__":
+    # Prints the two generated tables of docs/config.md, to paste after a schema change.
+    print(render_markdown_table())
+    print(indicator_table())

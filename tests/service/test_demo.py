@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -13,11 +12,11 @@ from service.cli import cli
 
 
 @pytest.fixture(scope="module")
-def demo_dir(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
+def demo_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
     out = tmp_path_factory.mktemp("demo")
     result = CliRunner().invoke(cli, ["demo", "--out", str(out), "--seed", "7"])
     assert result.exit_code == 0, result.output + repr(result.exception)
-    yield out
+    return out
 
 
 def run(*args: str) -> Result:

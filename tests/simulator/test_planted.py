@@ -8,7 +8,6 @@ scenario holds, partial minutes included).
 
 from __future__ import annotations
 
-import time
 from collections import defaultdict
 from datetime import date
 from pathlib import Path
@@ -29,22 +28,20 @@ SHARES = {"nlp": 0.30, "vision": 0.15, "speech": 0.15, "research": 0.15, "platfo
 
 
 @pytest.fixture(scope="module")
-def month(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Manifest, float]:
+def month(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Manifest]:
     out = tmp_path_factory.mktemp("weeks")
-    began = time.monotonic()
-    manifest = simulate(out, START, DAYS, 7)
-    return out, manifest, time.monotonic() - began
+    return out, simulate(out, START, DAYS, 7)
 
 
 @pytest.fixture(scope="module")
-def jobs(month: tuple[Path, Manifest, float]) -> dict[str, list[dict[str, Any]]]:
+def jobs(month: tuple[Path, Manifest]) -> dict[str, list[dict[str, Any]]]:
     out = month[0]
     return {c: sacct_jobs(out, c) for c in ("east", "west")}
 
 
 @pytest.mark.slow
-def test_the_manifest_lists_exactly_the_planted_problems(month: tuple[Path, Manifest, float]) -> None:
-    _, manifest, seconds = month
+def test_the_manifest_lists_exactly_the_planted_problems(month: tuple[Path, Manifest]) -> None:
+    _, manifest = month
     planted = {(p.kind, p.subject, p.start, p.end) for p in manifest.planted}
     whole = ("2026-10-01T00:00:00Z", "2026-10-22T00:00:00Z")
     assert planted == {
@@ -55,12 +52,11 @@ def test_the_manifest_lists_exactly_the_planted_problems(month: tuple[Path, Mani
         ("exporter_outage", "west-gpu-03", "2026-10-20T06:00:00Z", "2026-10-20T12:00:00Z"),
         ("idle_notebooks", "research", *whole),
     }
-    assert seconds < 60
 
 
 @pytest.mark.slow
 def test_only_west_eval_waits_past_its_objective(
-    month: tuple[Path, Manifest, float], jobs: dict[str, list[dict[str, Any]]]
+    month: tuple[Path, Manifest], jobs: dict[str, list[dict[str, Any]]]
 ) -> None:
     t0, t1 = epoch(START), epoch(START) + DAYS * 86400
     waits: dict[str, list[int]] = defaultdict(list)
@@ -102,7 +98,7 @@ def test_only_vision_uses_more_than_its_share(jobs: dict[str, list[dict[str, Any
 
 @pytest.mark.slow
 def test_the_inference_reserve_breaks_only_on_day_12(
-    month: tuple[Path, Manifest, float], jobs: dict[str, list[dict[str, Any]]]
+    month: tuple[Path, Manifest], jobs: dict[str, list[dict[str, Any]]]
 ) -> None:
     t0, t1 = epoch(START), epoch(START) + DAYS * 86400
     minutes = np.arange(t0, t1, 60)
@@ -134,7 +130,7 @@ def test_the_inference_reserve_breaks_only_on_day_12(
 
 @pytest.mark.slow
 def test_chat_breaks_its_latency_objective_and_the_small_models_do_not(
-    month: tuple[Path, Manifest, float],
+    month: tuple[Path, Manifest],
 ) -> None:
     out = month[0]
     totals: dict[str, np.ndarray] = defaultdict(lambda: np.zeros(len(E2E_BUCKETS) + 1))
@@ -172,7 +168,7 @@ def test_chat_breaks_its_latency_objective_and_the_small_models_do_not(
 
 
 @pytest.mark.slow
-def test_the_exporter_outage_is_a_gap_not_zeros(month: tuple[Path, Manifest, float]) -> None:
+def test_the_exporter_outage_is_a_gap_not_zeros(month: tuple[Path, Manifest]) -> None:
     out = month[0]
     t0 = epoch(date(2026, 10, 20))
     lines = [line for line in text(out / "dcgm" / "west" / "2026-10-20.om.gz").splitlines() if "west-gpu-03" in line]
@@ -182,7 +178,7 @@ def test_the_exporter_outage_is_a_gap_not_zeros(month: tuple[Path, Manifest, flo
 
 
 @pytest.mark.slow
-def test_research_notebooks_idle_for_hundreds_of_gpu_hours(month: tuple[Path, Manifest, float]) -> None:
+def test_research_notebooks_idle_for_hundreds_of_gpu_hours(month: tuple[Path, Manifest]) -> None:
     planted = month[1].problem("idle_notebooks")
     assert planted is not None
     by_team = planted.details["idle_gpu_hours_by_team"]
