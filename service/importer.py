@@ -8,7 +8,6 @@ from pathlib import Path
 
 from collectors.files import read_file, sort_for_import
 from collectors.vllm import WindowState
-
 from gpusteward.errors import InputError
 from warehouse import Warehouse
 
