@@ -343,15 +343,10 @@ def alerts_send(config_path: str | None, db_path: str | None, month: Month | Non
 @click.option("--port", type=int, default=8501, show_default=True)
 def dashboard(config_path: str | None, db_path: str | None, port: int) -> None:
     """Serve the Streamlit dashboard on 127.0.0.1 (read-only on the warehouse)."""
-    from service.dashboard import start_dashboard
+    from service.dashboard import serve_dashboard
 
     config = _load(config_path)
-    process, url = start_dashboard(_db(config, db_path), config_path or example_config_path(), port=port)
-    click.echo(f"dashboard: {url}  (Ctrl-C to stop)")
-    try:
-        process.wait()
-    except KeyboardInterrupt:
-        process.terminate()
+    serve_dashboard(_db(config, db_path), config_path or example_config_path(), port=port)
 
 
 @cli.command()

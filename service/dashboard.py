@@ -60,3 +60,16 @@ def _wait_until_listening(port: int, process: subprocess.Popen[bytes], timeout_s
         time.sleep(0.2)
     process.terminate()
     raise RuntimeError(f"the dashboard did not listen on 127.0.0.1:{port} within {timeout_s:.0f}s")
+
+
+def serve_dashboard(db_path: str, config_path: str, *, port: int | None = None) -> None:
+    """Start the dashboard, print its URL, and keep it running until Ctrl-C."""
+    import click
+
+    process, url = start_dashboard(db_path, config_path, port=port)
+    click.echo(f"dashboard: {url}  (Ctrl-C to stop)")
+    try:
+        process.wait()
+    except KeyboardInterrupt:
+        process.terminate()
+        process.wait(timeout=10)

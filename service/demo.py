@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import shutil
 import time
 from datetime import date
@@ -62,7 +63,7 @@ def run_demo(out_dir: Path, *, seed: int, days: int, nodes: int, serve: bool) ->
         clock.lap("review", ", ".join(str(p) for p in review_paths))
 
         plans = wh.plans(month)
-    plan = Plan.from_dict(__import__("json").loads(plans.row(-1, named=True)["body"]))
+    plan = Plan.from_dict(json.loads(plans.row(-1, named=True)["body"]))
     plan_path = out_dir / f"quota-plan-{month}.json"
     plan_path.write_text(plan.to_json() + "\n", encoding="utf-8")
     clock.lap("quota plan", f"{len(plan.items)} changes (dry run) in {plan_path}")
@@ -78,19 +79,9 @@ def run_demo(out_dir: Path, *, seed: int, days: int, nodes: int, serve: bool) ->
         for failed in run.delivery.failed:
             click.echo(f"alert delivery to {failed.receiver} failed: {failed.error}", err=True)
     if serve:
-        _serve(str(db_path), str(config_path))
+        from service.dashboard import serve_dashboard
 
-
-def _serve(db_path: str, config_path: str) -> None:
-    from service.dashboard import start_dashboard
-
-    process, url = start_dashboard(db_path, config_path)
-    click.echo(f"dashboard: {url}  (Ctrl-C to stop)")
-    try:
-        process.wait()
-    except KeyboardInterrupt:
-        process.terminate()
-        process.wait(timeout=10)
+        serve_dashboard(str(db_path), str(config_path))
 
 
 class _Stopwatch:
