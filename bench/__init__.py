@@ -1,0 +1,1 @@
+"""Benchmarks: `python -m bench NAME --json`, each measuring ratios side by side in one run."""
