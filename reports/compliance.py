@@ -9,6 +9,7 @@ import polars as pl
 from gpusteward.domain import Scenario
 from gpusteward.indicators import INDICATORS
 from reports.context import Context
+from reports.figures import latency_chart, queue_chart
 from reports.findings import sla_evidence
 from reports.model import Block, Cell, Column, Heading, Message, Quantity, Row, Section, Table, Term, Verdict
 
@@ -113,7 +114,10 @@ def build_queues(ctx: Context) -> Section:
         Column("col.objective_p95", numeric=True),
         Column("col.met"),
     )
-    return Section("queues", (Message("queues.intro"), Table(columns, tuple(rows))))
+    blocks: list[Block] = [Message("queues.intro"), Table(columns, tuple(rows))]
+    if (chart := queue_chart(ctx, results)) is not None:
+        blocks.append(chart)
+    return Section("queues", tuple(blocks))
 
 
 def build_latency(ctx: Context) -> Section:
@@ -127,4 +131,7 @@ def build_latency(ctx: Context) -> Section:
         return Section("latency", unavailable=Message("reason.no_service_results"))
     rows = tuple(_result_row(ctx, row) for row in _sorted(results))
     columns = (Column("col.service"), *_RESULT_COLUMNS)
-    return Section("latency", (Message("latency.intro"), Table(columns, rows)))
+    blocks: list[Block] = [Message("latency.intro"), Table(columns, rows)]
+    if (chart := latency_chart(ctx, results)) is not None:
+        blocks.append(chart)
+    return Section("latency", tuple(blocks))

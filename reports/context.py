@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 import polars as pl
 
 from gpusteward.config.schema import Config
@@ -49,9 +51,10 @@ def indicator_bound(indicator: str) -> Bound | None:
 class Context:
     """The month's outputs, each frame conformed to its schema or marked unusable."""
 
-    def __init__(self, outputs: MonthOutputs, config: Config) -> None:
+    def __init__(self, outputs: MonthOutputs, config: Config, history: Sequence[MonthOutputs] = ()) -> None:
         self.month = outputs.month
         self.config = config
+        self.history = tuple(history)  # earlier months, read only by the trend section
         self.notes = Notes()
         self._frames: dict[str, pl.DataFrame] = {}
         self._missing: dict[str, tuple[str, ...]] = {}

@@ -6,6 +6,7 @@ import polars as pl
 
 from reports.context import Context
 from reports.evidence import Evidence, nullable_sum, ratio
+from reports.figures import idle_chart
 from reports.model import Block, Cell, Column, Message, Quantity, Row, Section, Table, Term, Terms, Text
 
 TOP_JOBS = 10
@@ -77,6 +78,8 @@ def build_idle(ctx: Context) -> Section:
         Column("col.no_data", numeric=True),
     )
     blocks += [Message("idle.by_team"), Table(columns, tuple(rows))]
+    if (chart := idle_chart(ctx, idle, _covered(sums))) is not None:
+        blocks.append(chart)
 
     top = idle.filter(pl.col("wasted") > 0).sort(
         ["wasted", "cluster", "job_id"], descending=[True, False, False]).head(TOP_JOBS)

@@ -105,7 +105,36 @@ class Heading:
     title: Cell
 
 
-Block = Message | Table | Heading
+@dataclass(frozen=True)
+class Series:
+    """One series of a chart: a catalogue term or data name, and one value per category (None: no data)."""
+
+    label: Cell
+    values: tuple[float | None, ...]
+
+
+ChartKind = Literal["bars", "stacked"]
+"""bars: series side by side per category; stacked: series stacked into one bar per category."""
+
+
+@dataclass(frozen=True)
+class Chart:
+    """A figure as data; renderers draw it (HTML, PDF) or leave it to the tables next to it (Markdown).
+
+    Catalogue: `chart.<key>.title`, and `chart.<key>.axis`, the value axis with its unit. Values are
+    already in that unit; `reference` is the objective per category (drawn as a mark), if any.
+    """
+
+    key: str
+    kind: ChartKind
+    categories: tuple[Cell, ...]
+    series: tuple[Series, ...]
+    reference: tuple[float | None, ...] = ()
+    percent: bool = False  # values are 0..1 ratios written as percentages
+    note: int | None = None
+
+
+Block = Message | Table | Heading | Chart
 
 
 @dataclass(frozen=True)

@@ -9,7 +9,7 @@ from pathlib import Path
 import jinja2
 
 from reports.locale import LANGS, Formatter, Lang
-from reports.model import Footnote, Heading, Message, Review, Row, Table
+from reports.model import Chart, Footnote, Heading, Message, Review, Row, Table
 
 FORMATS = ("md",)
 """Formats this version writes; html and pdf come later."""
@@ -39,6 +39,7 @@ def _environment() -> jinja2.Environment:
     env.tests["table"] = lambda b: isinstance(b, Table)
     env.tests["heading"] = lambda b: isinstance(b, Heading)
     env.tests["message"] = lambda b: isinstance(b, Message)
+    env.tests["chart"] = lambda b: isinstance(b, Chart)
     return env
 
 
@@ -77,6 +78,10 @@ class _MarkdownView:
             severity = _strong(self.fmt.term("severity", f.severity))
             out.append(self.t("summary.item", severity=severity, text=self.msg(f.message)))
         return out
+
+    def chart_caption(self, chart: Chart) -> str:
+        """Markdown has no figures: a caption points to the HTML and PDF editions, with the chart's evidence."""
+        return self.t("chart.caption", title=self.t(f"chart.{chart.key}.title")) + _note(chart.note)
 
     def heading(self, block: Heading) -> str:
         return self.fmt.cell(block.title)

@@ -6,6 +6,7 @@ import polars as pl
 
 from reports.context import Context
 from reports.evidence import Evidence, nullable_sum, overall_coverage, ratio
+from reports.figures import scenario_chart, team_share_chart
 from reports.model import Block, Cell, Column, Message, Quantity, Row, Section, Table, Term, Text
 
 
@@ -76,6 +77,8 @@ def build_task_mix(ctx: Context) -> Section:
         Column("col.jobs", numeric=True),
     )
     blocks += [Message("task_mix.by_scenario"), Table(columns, tuple(rows))]
+    if (chart := scenario_chart(ctx, usage)) is not None:
+        blocks.append(chart)
 
     rows = []
     for row in _grouped(usage, "team").iter_rows(named=True):
@@ -98,4 +101,6 @@ def build_task_mix(ctx: Context) -> Section:
         Column("col.jobs", numeric=True),
     )
     blocks += [Message("task_mix.by_team"), Table(columns, tuple(rows))]
+    if (chart := team_share_chart(ctx, usage)) is not None:
+        blocks.append(chart)
     return Section("task_mix", tuple(blocks))

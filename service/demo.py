@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import shutil
+import sys
 import time
 from datetime import date
 from pathlib import Path
@@ -74,7 +75,8 @@ def run_demo(out_dir: Path, *, seed: int, days: int, nodes: int, serve: bool) ->
         click.echo(f"  {stage:11s} {seconds:6.1f}s  {what}")
     click.echo("")
     click.echo(render_text(plan))
-    click.echo(f"Next: gpusteward status --db {db_path}   |   gpusteward dashboard --config {config_path}")
+    exe = Path(sys.argv[0]) if Path(sys.argv[0]).name == "gpusteward" else Path("gpusteward")
+    click.echo(f"Next: {exe} status --db {db_path}   |   {exe} dashboard --config {config_path}")
     if not run.delivery.ok:
         for failed in run.delivery.failed:
             click.echo(f"alert delivery to {failed.receiver} failed: {failed.error}", err=True)
