@@ -2,7 +2,8 @@
 
 The kind comes from the content: JSON is `sacct --json`; a `Cluster|Account|...` header is
 `sacctmgr -P show assoc`; exposition text whose first recognised samples are `DCGM_FI_*` (or 1.x
-`dcgm_*`) is DCGM, `vllm:*` is vLLM. Exposition is OpenMetrics when the name says so (`.om`,
+`dcgm_*`) is DCGM, a metric an inference mapping knows (vLLM, SGLang, TGI, Triton, gateways) is
+inference. Exposition is OpenMetrics when the name says so (`.om`,
 `.openmetrics`) or the head has `# EOF` or `# UNIT`; otherwise the text format 0.0.4. gzip is
 detected by its magic bytes and read as a stream. Text-format samples without timestamps take the
 file's modification time.
@@ -23,19 +24,21 @@ from pathlib import Path
 from collectors.batch import CollectedBatch, Problem
 from collectors.dcgm import gpu_minutes
 from collectors.exposition import ExpositionParser
+from collectors.inference import DEFAULT_INDEX, WindowState, inference_windows
 from collectors.sacct import load_json, read_sacct
 from collectors.sacctmgr import read_assoc, snapshot_time
 from collectors.samples import Samples
-from collectors.vllm import WindowState, inference_windows
 from gpusteward.errors import InputError
 
-KINDS = ("sacctmgr", "sacct", "dcgm", "vllm")  # the import order: quotas, jobs, GPUs, services
+KINDS = ("sacctmgr", "sacct", "dcgm", "inference")  # the import order: quotas, jobs, GPUs, services
 _CHUNK = 1 << 22
 _PEEK = 1 << 16
 _DATE = re.compile(r"(\d{4})-?(\d{2})(?:-?(\d{2}))?(?:T(\d{2})(\d{2})(\d{2})Z?)?")
 
 
-def read_file(path: Path, *, vllm_state: WindowState | None = None, default_cluster: str = "default") -> CollectedBatch:
+def read_file(
+    path: Path, *, inference_state: WindowState | None = None, default_cluster: str = "default"
+) -> CollectedBatch:
     """Read `path` (gzip or plain). Raises InputError naming the file and line for bad input."""
     source = str(path)
     batch = CollectedBatch(source=source)
@@ -53,7 +56,7 @@ def read_file(path: Path, *, vllm_state: WindowState | None = None, default_clus
             batch.problems.append(Problem(source, "no snapshot time in the file name; used the file's mtime"))
         lines = (line for lines in _batches(path, source) for line in lines)
         batch.add("quota_snapshots", read_assoc(lines, ts=ts, source=source))
-    elif kind in ("dcgm", "vllm"):
+    elif kind in ("dcgm", "inference"):
         samples = _parse_exposition(path, source, openmetrics=_is_openmetrics(path))
         scrape_ms = int(path.stat().st_mtime * 1000)
         if kind == "dcgm":
@@ -63,7 +66,7 @@ def read_file(path: Path, *, vllm_state: WindowState | None = None, default_clus
             batch.add("gpu_minutes", frame)
         else:
             frame, problems = inference_windows(
-                samples, default_cluster=default_cluster, source=source, state=vllm_state, scrape_ts_ms=scrape_ms
+                samples, default_cluster=default_cluster, source=source, state=inference_state, scrape_ts_ms=scrape_ms
             )
             batch.add("inference_windows", frame)
         batch.problems.extend(problems)
@@ -111,8 +114,8 @@ def kind_of(head: str) -> str | None:
         name = line.partition("{")[0].partition(" ")[0]
         if name.startswith(("DCGM_FI_", "dcgm_")):
             return "dcgm"
-        if name.startswith("vllm:"):
-            return "vllm"
+        if DEFAULT_INDEX.knows(name):
+            return "inference"
     return None
 
 

@@ -7,7 +7,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from collectors.files import read_file, sort_for_import
-from collectors.vllm import WindowState
+from collectors.inference import WindowState
 from gpusteward.errors import InputError
 from warehouse import Warehouse
 
@@ -54,7 +54,7 @@ def import_files(
     state = WindowState()
     for path in sort_for_import(expand(paths)):
         try:
-            batch = read_file(path, vllm_state=state)
+            batch = read_file(path, inference_state=state)
             result = wh.ingest(str(path), batch.frames, [str(p) for p in batch.problems])
         except InputError as exc:
             summary.errors.append(str(exc))

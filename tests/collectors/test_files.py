@@ -13,7 +13,7 @@ import polars as pl
 import pytest
 
 from collectors.files import detect_kind, read_file, sort_for_import
-from collectors.vllm import WindowState
+from collectors.inference import WindowState
 from gpusteward.errors import InputError
 from tests.collectors.synthetic import Replica, dcgm_dump, vllm_dump
 
@@ -58,7 +58,7 @@ def test_a_simulated_import(tmp_path: Path) -> None:
     snap = read_file(assoc).frames["quota_snapshots"]
     assert snap.rows() == [("c1", datetime(2026, 11, 1), "account", "team", 8, 5)]
     state = WindowState()
-    windows = pl.concat([read_file(p, vllm_state=state).frames["inference_windows"] for p in days])
+    windows = pl.concat([read_file(p, inference_state=state).frames["inference_windows"] for p in days])
     assert windows.height == 2 * 288 - 1  # midnight's window comes from the state
     assert (windows["window_s"] == 300).all()
     assert windows["requests"].sum() == sum(i % 3 for i in range(1, 2 * 288))
@@ -78,7 +78,7 @@ def test_kind_comes_from_the_content(tmp_path: Path) -> None:
         datetime(2026, 11, 1, 0, 1),
     )
     assert len(batch.problems) == 1  # the fixture's unlabelled dummy series
-    assert detect_kind(DATA / "metrics/datadog-vllm-metrics.txt") == "vllm"
+    assert detect_kind(DATA / "metrics/datadog-vllm-metrics.txt") == "inference"
     assert detect_kind(DATA / "scheduler/sacct_slurm_23_11_5.json") == "sacct"
 
 

@@ -11,7 +11,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from collectors.exposition import parse_text
-from collectors.vllm import WindowState, inference_windows
+from collectors.inference import WindowState, inference_windows
 from gpusteward import tables
 from tests.collectors.synthetic import Replica, vllm_dump
 

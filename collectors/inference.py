@@ -1,14 +1,17 @@
-"""vLLM samples -> INFERENCE_WINDOWS: what one replica did between two consecutive scrapes.
+"""Inference-server samples -> INFERENCE_WINDOWS: what one replica did between two scrapes.
 
-A window ends at each scrape of a replica (cluster, model_name, instance) that has an earlier
-scrape; `window_s` is the time since that earlier scrape, so a missed scrape makes one longer
-window rather than a gap in the counts. Counter and histogram-bucket increases are counter-reset
-aware: when any counter of a replica went down, the replica restarted, and every series' increase
-is its new value (counted from 0). A series that appears while its replica was already being
-scraped (vLLM creates `finished_reason="abort"` at the first abort) counts its whole value.
-Requests are `vllm:request_success_total` over every finished_reason; errors are the
-`finished_reason` values `abort` and (newer vLLM) `error`. Gauges are their value at the end of the
-window, summed over engines (`kv_cache_usage` averaged).
+Each server is read through its `InferenceMapping` (collectors/inference_mappings.py: vLLM,
+SGLang, TGI, Triton, the Gateway API inference extension and Envoy AI Gateway built in, more from
+the config). A window ends at each scrape of a replica (cluster, service, instance) that has an
+earlier scrape; `window_s` is the time since that earlier scrape, so a missed scrape makes one
+longer window rather than a gap in the counts. Counter and histogram-bucket increases are
+counter-reset aware: when any counter of a replica went down, the replica restarted, and every
+series' increase is its new value (counted from 0). A series that appears while its replica was
+already being scraped (vLLM creates `finished_reason="abort"` at the first abort) counts its whole
+value. Requests and errors come from the mapping's selectors (for vLLM: `request_success_total`
+over every finished_reason; errors are `abort` and `error`); a server without an error signal has
+`errors = null`. Gauges are their value at the end of the window, summed over engines
+(`kv_cache_usage` averaged). Latencies are converted to seconds with the mapping's scale.
 
 `WindowState` carries each series' last sample and each replica's last scrape time from one
 file to the next, so day files read in order lose no window at midnight.
@@ -23,38 +26,21 @@ import numpy as np
 import polars as pl
 
 from collectors.batch import Problem
+from collectors.inference_mappings import InferenceMapping, MappingIndex
 from collectors.labels import Labels
 from collectors.numbers import NO_TIMESTAMP
 from collectors.samples import Samples
 from gpusteward import tables
 
-(REQUESTS, E2E_BUCKET, E2E_SUM, E2E_COUNT, TTFT_BUCKET, TTFT_SUM, TTFT_COUNT, PROMPT, GENERATION) = range(9)
-RUNNING, WAITING, KV, KV_OLD = range(9, 13)
-_ROLES = {
-    "vllm:request_success_total": REQUESTS,
-    "vllm:e2e_request_latency_seconds_bucket": E2E_BUCKET,
-    "vllm:e2e_request_latency_seconds_sum": E2E_SUM,
-    "vllm:e2e_request_latency_seconds_count": E2E_COUNT,
-    "vllm:time_to_first_token_seconds_bucket": TTFT_BUCKET,
-    "vllm:time_to_first_token_seconds_sum": TTFT_SUM,
-    "vllm:time_to_first_token_seconds_count": TTFT_COUNT,
-    "vllm:prompt_tokens_total": PROMPT,
-    "vllm:generation_tokens_total": GENERATION,
-    "vllm:num_requests_running": RUNNING,
-    "vllm:num_requests_waiting": WAITING,
-    "vllm:kv_cache_usage_perc": KV,
-    "vllm:gpu_cache_usage_perc": KV_OLD,  # the name before vLLM 0.9
-}
-ERROR_REASONS = frozenset({"abort", "error"})
+# Counters first (roles below RUNNING get increases), then gauges.
+(REQUESTS, ERRORS, E2E_BUCKET, E2E_SUM, E2E_COUNT, TTFT_BUCKET, TTFT_SUM, TTFT_COUNT, PROMPT, GENERATION) = range(10)
+RUNNING, WAITING, KV = range(10, 13)
 _SUMS = {"requests": REQUESTS, "e2e_sum": E2E_SUM, "ttft_sum": TTFT_SUM}
 _SUMS |= {"prompt_tokens": PROMPT, "generation_tokens": GENERATION}
+DEFAULT_INDEX = MappingIndex()
 
 Replica = tuple[str, str, str]  # cluster, service (model_name), instance
 SeriesKey = tuple[str, str, Labels]  # cluster, sample name, labels
-
-
-def is_vllm(name: str) -> bool:
-    return name in _ROLES
 
 
 @dataclass
@@ -70,7 +56,9 @@ class _Attrs:
     role: np.ndarray
     replica: np.ndarray
     le: np.ndarray
-    error: np.ndarray
+    error: np.ndarray  # the series counts failed requests
+    error_signal: np.ndarray  # the series' server reports errors at all
+    scale: np.ndarray  # multiplies values into seconds (latency sums) or leaves them
     replicas: list[Replica]
     keys: dict[int, SeriesKey]
 
@@ -83,24 +71,26 @@ def inference_windows(
     state: WindowState | None = None,
     default_instance: str = "default",
     scrape_ts_ms: int | None = None,
+    mappings: MappingIndex = DEFAULT_INDEX,
 ) -> tuple[pl.DataFrame, list[Problem]]:
     """Windows between consecutive scrapes; `state` (updated in place) links files read in order."""
     state = state if state is not None else WindowState()
     problems: list[Problem] = []
     sid, value, ts = samples.arrays()
-    attrs = _attributes(samples, np.unique(sid), default_cluster, default_instance)
+    attrs = _attributes(samples, np.unique(sid), default_cluster, default_instance, mappings)
     role = attrs.role[sid] if len(sid) else np.zeros(0, np.int8)
     if scrape_ts_ms is not None:
         ts = np.where(ts == NO_TIMESTAMP, scrape_ts_ms, ts)
     untimed = (role >= 0) & (ts == NO_TIMESTAMP)
     if untimed.any():
-        problems.append(Problem(source, f"{int(untimed.sum())} vLLM samples without a timestamp were skipped"))
+        problems.append(Problem(source, f"{int(untimed.sum())} inference samples without a timestamp were skipped"))
     keep = (role >= 0) & ~untimed & ~np.isnan(value)
+    kept = sid[keep]
     cur = pl.DataFrame(
         {
-            "sid": sid[keep],
+            "sid": kept,
             "t": ts[keep],
-            "v": value[keep],
+            "v": value[keep] * attrs.scale[kept] if len(kept) else value[keep],
         },
         schema={"sid": pl.Int64, "t": pl.Int64, "v": pl.Float64},
     )
@@ -113,37 +103,79 @@ def inference_windows(
     return out, problems
 
 
-def _attributes(samples: Samples, present: np.ndarray, default_cluster: str, default_instance: str) -> _Attrs:
+def _attributes(
+    samples: Samples, present: np.ndarray, default_cluster: str, default_instance: str, mappings: MappingIndex
+) -> _Attrs:
     size = int(present.max()) + 1 if len(present) else 0
     attrs = _Attrs(
         role=np.full(size, -1, np.int8),
         replica=np.zeros(size, np.int32),
         le=np.full(size, math.nan),
         error=np.zeros(size, np.bool_),
+        error_signal=np.zeros(size, np.bool_),
+        scale=np.ones(size, np.float64),
         replicas=[],
         keys={},
     )
     index: dict[Replica, int] = {}
     for s in present.tolist():
         series = samples.series[s]
-        role = _ROLES.get(series.name)
         labels = series.label_dict
-        service = labels.get("model_name")
-        if role is None or not service:
-            continue
-        if role in (E2E_BUCKET, TTFT_BUCKET):
-            try:
-                attrs.le[s] = float(labels.get("le", ""))  # "+Inf", "Inf" and "inf" all read as inf
-            except ValueError:
+        for mapping in mappings.mappings_for(series.name):
+            found = _role(mapping, series.name, labels)
+            service = mapping.service_of(labels)
+            if found is None or service is None:
                 continue
-        cluster = labels.get("cluster") or default_cluster
-        instance = labels.get("instance") or labels.get("pod") or default_instance
-        attrs.role[s] = role
-        attrs.replica[s] = index.setdefault((cluster, service, instance), len(index))
-        attrs.error[s] = role == REQUESTS and labels.get("finished_reason") in ERROR_REASONS
-        attrs.keys[s] = (cluster, series.name, series.labels)
+            role, scale = found
+            if role in (E2E_BUCKET, TTFT_BUCKET):
+                try:
+                    # "+Inf", "Inf" and "inf" all read as inf; bounds move to seconds with the scale.
+                    attrs.le[s] = float(labels.get("le", "")) * scale
+                except ValueError:
+                    break
+            cluster = labels.get("cluster") or default_cluster
+            instance = labels.get("instance") or labels.get("pod") or default_instance
+            attrs.role[s] = role
+            attrs.scale[s] = scale if role in (E2E_SUM, TTFT_SUM) else 1.0
+            attrs.replica[s] = index.setdefault((cluster, service, instance), len(index))
+            attrs.error[s] = any(sel.name == series.name and sel.matches(labels) for sel in mapping.errors)
+            # Only a series named like an error counter shows whether errors happened: vLLM's
+            # request_success_total does (its abort series appears at the first abort), an old
+            # SGLang's histogram count does not, and its windows say "errors unknown".
+            attrs.error_signal[s] = any(sel.name == series.name for sel in mapping.errors)
+            attrs.keys[s] = (cluster, series.name, series.labels)
+            break
     attrs.replicas = list(index)
     return attrs
+
+
+def _role(mapping: InferenceMapping, name: str, labels: dict[str, str]) -> tuple[int, float] | None:
+    """The role of one sample name under a mapping, and the factor that turns it into seconds."""
+    scale = mapping.latency_scale
+    for bases, bucket, total, count in (
+        (mapping.e2e, E2E_BUCKET, E2E_SUM, E2E_COUNT),
+        (mapping.ttft, TTFT_BUCKET, TTFT_SUM, TTFT_COUNT),
+    ):
+        for base in bases:
+            if name == f"{base}_bucket":
+                return bucket, scale
+            if name == f"{base}_sum":
+                return total, scale
+            if name == f"{base}_count":
+                # Without a request counter, the e2e histogram's count is the finished requests.
+                counts_requests = count == E2E_COUNT and not mapping.requests
+                return (REQUESTS if counts_requests else count), 1.0
+    if any(sel.name == name and sel.matches(labels) for sel in mapping.requests):
+        return REQUESTS, 1.0
+    if any(sel.name == name and sel.matches(labels) for sel in mapping.errors):
+        return ERRORS, 1.0
+    for selectors, role in ((mapping.prompt_tokens, PROMPT), (mapping.generation_tokens, GENERATION)):
+        if any(sel.name == name and sel.matches(labels) for sel in selectors):
+            return role, 1.0
+    for names, role in ((mapping.running, RUNNING), (mapping.waiting, WAITING), (mapping.kv_cache, KV)):
+        if name in names:
+            return role, 1.0
+    return None
 
 
 def _with_attrs(frame: pl.DataFrame, attrs: _Attrs) -> pl.DataFrame:
@@ -153,6 +185,7 @@ def _with_attrs(frame: pl.DataFrame, attrs: _Attrs) -> pl.DataFrame:
         pl.Series("rep", attrs.replica[s]),
         pl.Series("le", attrs.le[s]),
         pl.Series("err", attrs.error[s]),
+        pl.Series("err_signal", attrs.error_signal[s]),
     )
 
 
@@ -209,7 +242,7 @@ def _aggregate(cur: pl.DataFrame, earlier: pl.DataFrame, windows: pl.DataFrame, 
     inc, role = pl.col("inc"), pl.col("role")
     sums = increases.group_by("rep", "t").agg(
         *(pl.when((role == r).any()).then(inc.filter(role == r).sum()).alias(name) for name, r in _SUMS.items()),
-        pl.when((role == REQUESTS).any()).then(inc.filter((role == REQUESTS) & pl.col("err")).sum()).alias("errors"),
+        pl.when(pl.col("err_signal").any()).then(inc.filter(pl.col("err")).sum()).alias("errors"),
     )
     v = pl.col("v")
     gauges = (
@@ -219,7 +252,7 @@ def _aggregate(cur: pl.DataFrame, earlier: pl.DataFrame, windows: pl.DataFrame, 
         .agg(
             pl.when((role == RUNNING).any()).then(v.filter(role == RUNNING).sum()).alias("running"),
             pl.when((role == WAITING).any()).then(v.filter(role == WAITING).sum()).alias("waiting"),
-            pl.coalesce(v.filter(role == KV).mean(), v.filter(role == KV_OLD).mean()).alias("kv_cache_usage"),
+            v.filter(role == KV).mean().alias("kv_cache_usage"),
         )
     )
     out = windows.join(sums, on=["rep", "t"], how="left").join(gauges, on=["rep", "t"], how="left")
