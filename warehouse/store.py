@@ -42,6 +42,17 @@ class Warehouse:
         self.path = path
         self.read_only = read_only
 
+    @property
+    def connection(self) -> duckdb.DuckDBPyConnection:
+        """For this package's own modules (outbox, read model, quantiles); callers outside it use
+        named queries, and import-linter keeps duckdb inside warehouse/."""
+        return self._con
+
+    def query(self, sql: str, params: Sequence[Any] | None = None) -> pl.DataFrame:
+        """Run one of this package's own SELECTs and return a polars frame."""
+        frame: pl.DataFrame = self._con.sql(sql, params=list(params) if params else None).pl()
+        return frame
+
     # -- writing -------------------------------------------------------------------------------
 
     def ingest(self, source: str, frames: Mapping[str, pl.DataFrame], problems: Sequence[str] = ()) -> IngestResult:
