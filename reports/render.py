@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 
 import jinja2
@@ -11,8 +11,8 @@ import jinja2
 from reports.locale import LANGS, Formatter, Lang
 from reports.model import Chart, Footnote, Heading, Message, Review, Row, Table
 
-FORMATS = ("md",)
-"""Formats this version writes; html and pdf come later."""
+FORMATS = ("md", "html", "pdf")
+"""Formats write_review writes."""
 
 _MD_SPECIAL = re.compile(r"([\\`*\[\]<|])|(?<![A-Za-z0-9])_|_(?![A-Za-z0-9])")
 
@@ -48,6 +48,25 @@ _ENV = _environment()
 
 def _note(number: int | None) -> str:
     return f"[^{number}]" if number is not None else ""
+
+
+def footnote_text(fmt: Formatter, note: Footnote, escape: Callable[[str], str]) -> str:
+    """The body of an evidence note: source and rows, completeness, detail, the verbatim pointer."""
+    source = fmt.term("source", note.source)
+    if note.rows is not None:
+        key = "footnote.source_row" if note.rows == 1 else "footnote.source_rows"
+        parts = [fmt.t(key, source=source, rows=fmt.number(note.rows))]
+    else:
+        parts = [fmt.t("footnote.source", source=source)]
+    if note.completeness is not None:
+        parts.append(fmt.t("footnote.complete", pct=fmt.percent(note.completeness)))
+    else:
+        parts.append(fmt.t("footnote.completeness_unknown"))
+    if note.detail is not None:
+        parts.append(fmt.message(note.detail))
+    if note.evidence:
+        parts.append(escape(note.evidence))
+    return fmt.t("footnote.join").join(parts)
 
 
 class _MarkdownView:
@@ -103,21 +122,7 @@ class _MarkdownView:
         return "| " + " | ".join(cells) + " |"
 
     def footnote(self, note: Footnote) -> str:
-        source = self.fmt.term("source", note.source)
-        if note.rows is not None:
-            key = "footnote.source_row" if note.rows == 1 else "footnote.source_rows"
-            parts = [self.t(key, source=source, rows=self.fmt.number(note.rows))]
-        else:
-            parts = [self.t("footnote.source", source=source)]
-        if note.completeness is not None:
-            parts.append(self.t("footnote.complete", pct=self.fmt.percent(note.completeness)))
-        else:
-            parts.append(self.t("footnote.completeness_unknown"))
-        if note.detail is not None:
-            parts.append(self.fmt.message(note.detail))
-        if note.evidence:
-            parts.append(escape_markdown(note.evidence))
-        return f"[^{note.number}]: " + self.t("footnote.join").join(parts)
+        return f"[^{note.number}]: " + footnote_text(self.fmt, note, escape_markdown)
 
 
 def render_markdown(review: Review, lang: Lang) -> str:
@@ -138,17 +143,34 @@ def write_review(
     formats: Sequence[str] = ("md",),
     langs: Sequence[Lang] = LANGS,
 ) -> list[Path]:
-    """Write the review once per language and format, e.g. review-2026-11.zh.md; return the paths."""
+    """Write the review once per language and format, e.g. review-2026-11.zh.pdf; return the paths.
+
+    md: Markdown; html: one self-contained page (charts inlined); pdf: the HTML laid out by WeasyPrint.
+    Files are written next to their final name and renamed, so a reader never sees half a review.
+    """
     unsupported = [f for f in formats if f not in FORMATS]
     if unsupported:
-        raise ValueError(f"cannot write the review as {', '.join(unsupported)}; this version writes only Markdown")
+        raise ValueError(f"cannot write the review as {', '.join(unsupported)}; expected some of {', '.join(FORMATS)}")
+    bad_langs = [lang for lang in langs if lang not in LANGS]
+    if bad_langs:
+        raise ValueError(f"unsupported language {', '.join(bad_langs)}; expected some of {', '.join(LANGS)}")
+    from reports.html import render_html, render_pdf
+
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
     written = []
     for lang in langs:
-        text = render_markdown(review, lang)
+        html_text = render_html(review, lang) if {"html", "pdf"} & set(formats) else ""
         for fmt in formats:
             path = out / review_filename(review, lang, fmt)
-            path.write_text(text, encoding="utf-8")
+            if fmt == "md":
+                data = render_markdown(review, lang).encode("utf-8")
+            elif fmt == "html":
+                data = html_text.encode("utf-8")
+            else:
+                data = render_pdf(review, lang, html_text=html_text)
+            partial = path.with_name(path.name + ".partial")
+            partial.write_bytes(data)
+            partial.replace(path)
             written.append(path)
     return written

@@ -207,7 +207,7 @@ def evaluate(config_path: str | None, db_path: str | None, month: Month | None, 
 @config_option
 @db_option
 @month_option
-@click.option("--format", "formats", default="md", show_default=True, help="Comma-separated: md.")
+@click.option("--format", "formats", default=None, help="Comma-separated: md,html,pdf (default: reports.formats).")
 @click.option("--lang", "langs", default=None, help="Comma-separated: en,zh (default: reports.languages).")
 @click.option(
     "--out",
@@ -216,33 +216,49 @@ def evaluate(config_path: str | None, db_path: str | None, month: Month | None, 
     default=None,
     help="Folder (default: reports.out_dir from the config).",
 )
+@click.option(
+    "--due",
+    is_flag=True,
+    help="Write every review the schedule (reports.schedule) made due since the last run, with catch-up, "
+    "and post a summary to the receivers: what cron or a Kubernetes CronJob runs.",
+)
+@click.option("--link-base", default=None, help="With --due: URL under which the review folder is published.")
 def report(
     config_path: str | None,
     db_path: str | None,
     month: Month | None,
-    formats: str,
+    formats: str | None,
     langs: str | None,
     out_dir: str | None,
+    due: bool,
+    link_base: str | None,
 ) -> None:
-    """Write the monthly review (evaluating the month first if it has not been)."""
+    """Write the monthly review in Markdown, HTML and PDF, English and Chinese."""
+    from gpusteward.clock import SystemClock
     from service.pipeline import evaluate as run_evaluation
-    from service.pipeline import write_reviews
+    from service.pipeline import produce_review
+    from service.schedule import run_scheduled_review
 
     config = _load(config_path)
+    chosen_formats = [f.strip() for f in formats.split(",")] if formats else list(config.reports.formats)
+    chosen_langs = [x.strip() for x in langs.split(",")] if langs else list(config.reports.languages)
+    folder = Path(out_dir or config.resolve(config.reports.out_dir))
     with _open_for_writing(config, db_path) as wh:
-        chosen = _pick_month(wh, month)
-        if chosen not in wh.months():
-            run_evaluation(wh, config, chosen)
-        paths = write_reviews(
-            wh,
-            config,
-            chosen,
-            Path(out_dir or config.resolve(config.reports.out_dir)),
-            formats=[f.strip() for f in formats.split(",") if f.strip()],
-            langs=[x.strip() for x in (langs.split(",") if langs else config.reports.languages)],
-        )
-    for path in paths:
-        click.echo(str(path))
+
+        def produce(m: Month) -> tuple[Any, list[Path]]:
+            if m not in wh.months():
+                run_evaluation(wh, config, m)
+            return produce_review(wh, config, m, folder, formats=chosen_formats, langs=chosen_langs)
+
+        if due:
+            done = run_scheduled_review(config, SystemClock(), produce, link_base=link_base)
+            for item in done:
+                click.echo(f"{item.month}: " + ", ".join(str(p) for p in item.paths))
+            if not done:
+                click.echo("no review is due")
+            return
+        for path in produce(_pick_month(wh, month))[1]:
+            click.echo(str(path))
 
 
 @cli.group()

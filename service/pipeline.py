@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import dataclasses
 import hashlib
+from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
@@ -16,7 +17,7 @@ from gpusteward.config import Config
 from gpusteward.domain import Month
 from quota.plan import Plan
 from quota.recommender import recommend
-from reports import build_review, write_review
+from reports import Review, build_review, write_review
 from sla.month import evaluate_month
 from sla.outputs import MonthOutputs
 from sla.usage import queue_usage
@@ -85,9 +86,21 @@ def raise_alerts(wh: Warehouse, config: Config, outputs: MonthOutputs) -> AlertR
     return AlertRun(alerts, new, deliver(alerts, config))
 
 
+HISTORY_MONTHS = 5
+"""Earlier months the review compares against (its trend section)."""
+
+
+def produce_review(
+    wh: Warehouse, config: Config, month: Month, out_dir: Path, *, formats: Sequence[str], langs: Sequence[str]
+) -> tuple[Review, list[Path]]:
+    """Build the month's review (with the earlier evaluated months as history) and write it."""
+    history = [wh.month_outputs(m) for m in wh.months() if m < month][-HISTORY_MONTHS:]
+    review = build_review(wh.month_outputs(month), config, history)
+    paths = write_review(review, out_dir, formats=tuple(formats), langs=tuple(langs))  # type: ignore[arg-type]
+    return review, paths
+
+
 def write_reviews(
-    wh: Warehouse, config: Config, month: Month, out_dir: Path, *, formats: list[str], langs: list[str]
+    wh: Warehouse, config: Config, month: Month, out_dir: Path, *, formats: Sequence[str], langs: Sequence[str]
 ) -> list[Path]:
-    outputs = wh.month_outputs(month)
-    review = build_review(outputs, config)
-    return write_review(review, out_dir, formats=tuple(formats), langs=tuple(langs))  # type: ignore[arg-type]
+    return produce_review(wh, config, month, out_dir, formats=formats, langs=langs)[1]

@@ -18,11 +18,13 @@ from tests.reports.fixtures import demo_config, demo_outputs, empty_outputs, wit
 def test_an_empty_month_renders_every_section(lang: Lang) -> None:
     review = build_review(empty_outputs(), demo_config())
     text = render_markdown(review, lang)
-    for key in ("task_mix", "sla", "queues", "latency", "idle", "breaches", "completeness"):
+    unavailable = ("task_mix", "sla", "trend", "queues", "latency", "idle", "preemption", "breaches", "failures",
+                   "applied", "completeness")
+    for key in unavailable:
         assert review.section(key).unavailable is not None, key
     assert review.section("quota").unavailable is None  # no plan items: no changes recommended
     marker = {"en": "_Not available: ", "zh": "_暂无："}[lang]
-    assert text.count(marker) == 7
+    assert text.count(marker) == len(unavailable)
     assert {"en": "No changes recommended.", "zh": "无调整建议。"}[lang] in text
     assert len(review.sections) == len(SECTIONS)
 

@@ -1,0 +1,149 @@
+"""Sections whose data comes from more than one month, or not yet from any producer.
+
+- `trend`: SLA compliance per scenario in this month and the earlier months the caller passed.
+- `failures`: success rate per queue from SLA_RESULTS; failing jobs by type and team need per-job
+  failure records, which MonthOutputs does not hold yet.
+- `preemption`: preemptions, lost GPU-hours and recovery time per queue from SLA_RESULTS (the
+  evaluator's preemption indicators); not available when the month has none.
+- `applied`: whether last month's applied changes helped: quota plans are dry runs, nothing is
+  applied, so there is nothing to assess yet.
+"""
+
+from __future__ import annotations
+
+import polars as pl
+
+from gpusteward.domain import Scenario
+from reports.context import Context
+from reports.evidence import Evidence
+from reports.findings import sla_evidence
+from reports.model import Block, Cell, Column, Message, Quantity, Row, Section, Table, Term, Text
+from sla.outputs import MonthOutputs
+
+TREND_MONTHS = 6
+_SCENARIO_ORDER = {s.value: i for i, s in enumerate(Scenario)}
+
+
+def _usable_results(outputs: MonthOutputs) -> pl.DataFrame | None:
+    frame = getattr(outputs, "results", None)
+    if not isinstance(frame, pl.DataFrame) or any(n not in frame.columns for n in ("scenario", "met", "rows")):
+        return None
+    return frame
+
+
+def build_trend(ctx: Context) -> Section:
+    """Met / missed / not judged per scenario and month, newest month last."""
+    reason = ctx.unavailable("results")
+    if reason is not None:
+        return Section("trend", unavailable=reason)
+    months: dict[str, pl.DataFrame] = {}
+    for earlier in ctx.history:
+        frame = _usable_results(earlier)
+        if frame is not None and earlier.month < ctx.month:
+            months[str(earlier.month)] = frame
+    months[str(ctx.month)] = ctx.frame("results")
+    chosen = sorted(months)[-TREND_MONTHS:]
+    blocks: list[Block] = []
+    if len(chosen) == 1:
+        blocks.append(Message("trend.no_history"))
+    else:
+        blocks.append(Message("trend.intro", (("count", Quantity(len(chosen), "count")),)))
+    rows: list[Row] = []
+    scenarios = sorted(
+        {str(s) for m in chosen for s in months[m]["scenario"].to_list() if s is not None},
+        key=lambda s: (_SCENARIO_ORDER.get(s, len(_SCENARIO_ORDER)), s),
+    )
+    for scenario in scenarios:
+        for month in chosen:
+            group = months[month].filter(pl.col("scenario") == scenario)
+            if group.is_empty():
+                continue
+            met = group.filter(pl.col("met").eq(True)).height
+            missed = group.filter(pl.col("met").eq(False)).height
+            cells: tuple[Cell, ...] = (
+                Term("scenario", scenario),
+                Text(month),
+                Quantity(met, "count"),
+                Quantity(missed, "count"),
+                Quantity(group.height - met - missed, "count"),
+            )
+            counted = [r for r in group["rows"].to_list() if r is not None]
+            ev = Evidence("sla_results", sum(counted) if counted else None, None, None,
+                          f"month={month} scenario={scenario}")
+            rows.append(Row(cells, ctx.notes.ref(ev)))
+    columns = (
+        Column("col.scenario"),
+        Column("col.month"),
+        Column("col.met_count", numeric=True),
+        Column("col.missed_count", numeric=True),
+        Column("col.unjudged_count", numeric=True),
+    )
+    blocks.append(Table(columns, tuple(rows)))
+    return Section("trend", tuple(blocks))
+
+
+def build_failures(ctx: Context) -> Section:
+    """Success rate per queue where the evaluator produced one; per-job failure records are not available."""
+    reason = ctx.unavailable("results")
+    if reason is not None:
+        return Section("failures", unavailable=reason)
+    rates = ctx.frame("results").filter(pl.col("indicator") == "success_rate").sort(["scenario", "subject"])
+    if rates.is_empty():
+        return Section("failures", unavailable=Message("reason.no_failure_records"))
+    rows = []
+    for row in rates.iter_rows(named=True):
+        cells: tuple[Cell, ...] = (
+            ctx.subject(row["subject_kind"], row["subject"]),
+            Term("scenario", row["scenario"]),
+            ctx.value("success_rate", row["value"]),
+            ctx.objective("success_rate", row["objective"]),
+        )
+        rows.append(Row(cells, ctx.notes.ref(sla_evidence(row))))
+    columns = (
+        Column("col.subject"),
+        Column("col.scenario"),
+        Column("col.success_rate", numeric=True),
+        Column("col.objective", numeric=True),
+    )
+    return Section("failures", (Table(columns, tuple(rows)), Message("failures.by_job_unavailable")))
+
+
+PREEMPTION_INDICATORS = ("preemptions", "preemption_rate", "preempted_gpu_hours", "recovery_time_p95")
+
+
+def build_preemption(ctx: Context) -> Section:
+    """The preemption ledger summarised per queue from SLA results, largest loss of GPU-hours first."""
+    reason = ctx.unavailable("results")
+    if reason is not None:
+        return Section("preemption", unavailable=reason)
+    results = ctx.frame("results").filter(pl.col("indicator").is_in(PREEMPTION_INDICATORS))
+    if results.is_empty():
+        return Section("preemption", unavailable=Message("reason.no_preemption_ledger"))
+    groups = []
+    for (subject, scenario), group in results.group_by(["subject", "scenario"]):
+        by = {r["indicator"]: r for r in group.to_dicts()}
+        lost = by.get("preempted_gpu_hours", {}).get("value")
+        groups.append((-(lost or 0.0), str(subject), str(scenario), by))
+    rows: list[Row] = []
+    for _, subject, scenario, by in sorted(groups):
+        cells: tuple[Cell, ...] = (
+            ctx.subject("queue", subject),
+            Term("scenario", scenario),
+            *(ctx.value(i, by[i]["value"] if i in by else None) for i in PREEMPTION_INDICATORS),
+        )
+        lead = by.get("preempted_gpu_hours") or next(iter(by.values()))
+        rows.append(Row(cells, ctx.notes.ref(sla_evidence(lead))))
+    columns = (
+        Column("col.queue"),
+        Column("col.scenario"),
+        Column("col.preemptions", numeric=True),
+        Column("col.preemption_rate", numeric=True),
+        Column("col.lost_gpu_hours", numeric=True),
+        Column("col.recovery_p95", numeric=True),
+    )
+    return Section("preemption", (Message("preemption.intro"), Table(columns, tuple(rows))))
+
+
+def build_applied(_ctx: Context) -> Section:
+    return Section("applied", unavailable=Message("reason.nothing_applied"))
+

@@ -1,0 +1,116 @@
+"""Draw a Chart as a static SVG with matplotlib (Agg, offline), readable in grey print.
+
+Bars are horizontal (long queue and team names stay readable), filled in greys with hatching so
+series differ without colour; objectives are black dashed marks. The value axis always carries its
+label and unit from the catalogue; tick numbers use the language's separators. Text is stored as
+paths (`svg.fonttype: path`), so the SVG looks the same wherever it is embedded. The title is not
+drawn: the HTML figure caption carries it, as selectable text.
+"""
+
+from __future__ import annotations
+
+import io
+from collections.abc import Sequence
+from typing import Any
+
+import matplotlib as mpl
+from matplotlib.axes import Axes
+from matplotlib.figure import Figure
+from matplotlib.lines import Line2D
+from matplotlib.patches import Patch
+from matplotlib.ticker import FuncFormatter
+
+from reports.locale import Formatter
+from reports.model import Chart
+
+FONTS = ["Noto Sans CJK SC", "Noto Sans CJK JP", "WenQuanYi Micro Hei", "DejaVu Sans"]
+"""Font families tried in order; Chinese needs fonts-noto-cjk (or WenQuanYi) installed."""
+
+FILLS = ("#303030", "#9a9a9a", "#d4d4d4", "#ffffff")
+HATCHES = ("", "//", "..", "xx")
+WIDTH_IN = 6.7  # 170 mm: the text width of an A4 page with 20 mm margins
+
+_STYLE: dict[Any, Any] = {  # rc keys are typed as literals; this table is checked by matplotlib at use
+    "font.family": "sans-serif",
+    "font.sans-serif": FONTS,
+    "font.size": 8.5,
+    "axes.unicode_minus": False,
+    "svg.fonttype": "path",
+    "svg.hashsalt": "gpusteward",
+    "hatch.linewidth": 0.6,
+    "axes.spines.top": False,
+    "axes.spines.right": False,
+}
+
+
+def _height(chart: Chart) -> float:
+    per_category = 0.22 * (1 if chart.kind == "stacked" else len(chart.series)) + 0.18
+    return max(1.8, 0.9 + per_category * len(chart.categories))
+
+
+def _tick(fmt: Formatter, percent: bool) -> FuncFormatter:
+    def label(value: float, _pos: int | None) -> str:
+        if percent:
+            value *= 100
+        text = fmt.number(value, 1)
+        point = fmt.messages["number.decimal"]
+        return text.rstrip("0").rstrip(point) if point in text else text
+
+    return FuncFormatter(label)
+
+
+def render_svg(chart: Chart, fmt: Formatter) -> str:
+    """The chart as an SVG document in the formatter's language."""
+    with mpl.rc_context(_STYLE):
+        return _draw(chart, fmt)
+
+
+def _draw(chart: Chart, fmt: Formatter) -> str:
+    fig = Figure(figsize=(WIDTH_IN, _height(chart)))
+    ax = fig.add_subplot()
+    n, k = len(chart.categories), len(chart.series)
+    stacked = chart.kind == "stacked"
+    band = 0.8 / (1 if stacked else k)
+    left = [0.0] * n
+    handles: list[Patch | Line2D] = []
+    for i, series in enumerate(chart.series):
+        values = [v if v is not None else 0.0 for v in series.values]
+        positions = [c + (0 if stacked else (i - (k - 1) / 2) * band) for c in range(n)]
+        fill, hatch = FILLS[i % len(FILLS)], HATCHES[i % len(HATCHES)]
+        ax.barh(positions, values, height=band * 0.92, left=left if stacked else None, color=fill, hatch=hatch,
+                edgecolor="#000000", linewidth=0.6)
+        if stacked:
+            left = [a + b for a, b in zip(left, values, strict=True)]
+        handles.append(Patch(facecolor=fill, hatch=hatch, edgecolor="#000000", linewidth=0.6,
+                             label=fmt.cell(series.label)))
+    _no_data_labels(ax, chart, fmt)
+    if any(r is not None for r in chart.reference):
+        _reference_marks(ax, chart.reference)
+        handles.append(Line2D([], [], color="#000000", linestyle="--", linewidth=1.4, label=fmt.t("chart.objective")))
+    ax.set_yticks(range(n), [fmt.cell(c) for c in chart.categories])
+    ax.invert_yaxis()  # first category on top, as in the table
+    ax.set_xlabel(fmt.t(f"chart.{chart.key}.axis"))
+    ax.xaxis.set_major_formatter(_tick(fmt, chart.percent))
+    ax.grid(axis="x", color="#bbbbbb", linewidth=0.5)
+    ax.set_axisbelow(True)
+    ax.set_xlim(left=0)
+    if len(handles) > 1:  # one series needs no legend: the axis label names it
+        ax.legend(handles=handles, loc="lower left", bbox_to_anchor=(0.0, 1.0), ncol=min(len(handles), 5),
+                  frameon=False, borderaxespad=0.2)
+    fig.tight_layout()
+    out = io.StringIO()
+    fig.savefig(out, format="svg", metadata={"Date": None}, bbox_inches="tight")
+    return out.getvalue()
+
+
+def _no_data_labels(ax: Axes, chart: Chart, fmt: Formatter) -> None:
+    """Write "no data" where a category has no value in any series: no data is not a zero-length bar."""
+    for c in range(len(chart.categories)):
+        if all(s.values[c] is None for s in chart.series):
+            ax.text(0, c, " " + fmt.t("common.no_data"), va="center", ha="left", fontstyle="italic")
+
+
+def _reference_marks(ax: Axes, reference: Sequence[float | None]) -> None:
+    for c, value in enumerate(reference):
+        if value is not None:
+            ax.plot([value, value], [c - 0.45, c + 0.45], color="#000000", linestyle="--", linewidth=1.4)

@@ -1,0 +1,92 @@
+"""The PDF edition rendered to PNG pages (poppler-utils): page count, title, summary page, charts, fonts."""
+
+from __future__ import annotations
+
+import subprocess
+from pathlib import Path
+
+import numpy as np
+import pytest
+from PIL import Image
+
+from reports import Review, write_review
+from reports.locale import LANGS, Lang, load_catalogue
+from tests.real import missing, require_binary
+
+EXPECTED_PAGES = {"en": 8, "zh": 8}
+"""Pages of the fixture month's review; a layout change that moves this is worth a look at the PNGs."""
+DPI = 60
+CHARTS = ("gpu_hours_by_scenario", "team_share", "queue_wait", "latency", "idle_by_team")
+
+
+def _poppler(name: str) -> str:
+    return require_binary(name, package="poppler-utils")
+
+
+@pytest.fixture(scope="module")
+def pdfs(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
+    _poppler("pdftoppm")
+    fonts = subprocess.run(["fc-list", ":lang=zh", "family"], capture_output=True, text=True, check=False).stdout
+    if "Noto Sans CJK" not in fonts and "WenQuanYi" not in fonts:
+        missing("a CJK font", "apt-get install fonts-noto-cjk")
+    from reports import build_review
+    from tests.reports.fixtures import demo_config, demo_outputs
+
+    review: Review = build_review(demo_outputs(), demo_config())
+    out = tmp_path_factory.mktemp("pdf")
+    paths = write_review(review, out, formats=["pdf"], langs=LANGS)
+    return {p.name.split(".")[1]: p for p in paths}
+
+
+def _pages(pdf: Path) -> list[Path]:
+    prefix = pdf.with_suffix("")
+    subprocess.run([_poppler("pdftoppm"), "-r", str(DPI), "-png", str(pdf), str(prefix)], check=True)
+    return sorted(pdf.parent.glob(prefix.name + "-*.png"))
+
+
+def _text(pdf: Path, page: int) -> str:
+    cmd = [_poppler("pdftotext"), "-f", str(page), "-l", str(page), "-layout", str(pdf), "-"]
+    return subprocess.run(cmd, capture_output=True, text=True, check=True).stdout
+
+
+def _has_bar(png: Path, *, min_width: int = 100, min_height: int = 6) -> bool:
+    """A dark filled rectangle: text and table rules never make one this wide and tall."""
+    dark = np.asarray(Image.open(png).convert("L")) < 90
+    tall = 0
+    for row in dark:
+        # longest run of dark pixels in the row
+        edges = np.diff(np.concatenate(([0], row.astype(np.int8), [0])))
+        starts, stops = np.flatnonzero(edges == 1), np.flatnonzero(edges == -1)
+        best = int((stops - starts).max()) if starts.size else 0
+        tall = tall + 1 if best >= min_width else 0
+        if tall >= min_height:
+            return True
+    return False
+
+
+@pytest.mark.parametrize("lang", LANGS)
+def test_pdf_pages_title_summary_and_charts(pdfs: dict[str, Path], lang: Lang) -> None:
+    pdf = pdfs[lang]
+    pages = _pages(pdf)
+    assert len(pages) == EXPECTED_PAGES[lang]
+    catalogue = load_catalogue(lang)
+    first = _text(pdf, 1)
+    title = catalogue["review.title"].format(month={"en": "November 2026", "zh": "2026年11月"}[lang])
+    assert first.strip().splitlines()[0].strip() == title
+    for name in ("west/eval", "chat-70b", "Vision", "Research"):  # the summary page alone names them
+        assert name in first, name
+    assert not _has_bar(pages[0]), "page 1 is the summary: findings only"
+    texts = [" ".join(_text(pdf, i).split()) for i in range(1, len(pages) + 1)]
+    caption_pages = {}
+    for key in CHARTS:
+        caption = catalogue[f"chart.{key}.title"]
+        found = [i for i, text in enumerate(texts, start=1) if caption in text]
+        assert found, f"caption of {key} not in the PDF"
+        caption_pages[key] = found[0]
+    for key, page in caption_pages.items():
+        assert _has_bar(pages[page - 1]), f"no chart drawn on page {page} ({key})"
+
+
+def test_chinese_is_set_in_a_cjk_font(pdfs: dict[str, Path]) -> None:
+    fonts = subprocess.run([_poppler("pdffonts"), str(pdfs["zh"])], capture_output=True, text=True, check=True).stdout
+    assert "CJK" in fonts or "WenQuanYi" in fonts
