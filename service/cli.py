@@ -15,6 +15,7 @@ import click
 from gpusteward.config import Config, example_config_path, load_config
 from gpusteward.domain import Month
 from gpusteward.errors import ConfigError, StewardError
+from service.cli_scheduler import scheduler
 
 
 def _load(config_path: str | None) -> Config:
@@ -376,6 +377,9 @@ def demo(out_dir: str, seed: int, days: int, nodes: int, serve: bool) -> None:
     from service.demo import run_demo
 
     run_demo(Path(out_dir), seed=seed, days=days, nodes=nodes, serve=serve)
+
+
+cli.add_command(scheduler)
 
 
 def main() -> None:

@@ -1,0 +1,7 @@
+"""Kubernetes batch schedulers over the API server: Kueue and Volcano readers and quota writers."""
+
+from collectors.kube.api import KubeApi, PatchRefusedError
+from collectors.kube.kueue import KueueQuotaWriter, KueueReader
+from collectors.kube.volcano import VolcanoQuotaWriter, VolcanoReader
+
+__all__ = ["KubeApi", "KueueQuotaWriter", "KueueReader", "PatchRefusedError", "VolcanoQuotaWriter", "VolcanoReader"]
