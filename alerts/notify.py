@@ -1,8 +1,9 @@
 """The notifier extension point: a Protocol, a registry of receiver kinds, and `deliver`.
 
-Built-in kinds (jsonl, webhook) are registered by `default_notifiers()` the same way an add-on
-registers its own; importing this module registers nothing. Delivery never raises for one
-receiver's failure: the report says what was sent, what failed, and whether a retry may help.
+Built-in kinds (jsonl, webhook, alertmanager, slack, feishu, dingtalk, wecom) are registered by
+`default_notifiers()` the same way an add-on registers its own; importing this module registers
+nothing. Delivery never raises for one receiver's failure: the report says what was sent, what
+failed, and whether a retry may help.
 """
 
 from __future__ import annotations
@@ -12,6 +13,8 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Protocol
 
+from alerts.alertmanager import AlertmanagerNotifier
+from alerts.chat import FLAVOURS, ChatNotifier
 from alerts.jsonl import JsonlNotifier
 from alerts.model import Alert
 from alerts.webhook import WebhookNotifier
@@ -66,18 +69,48 @@ def _jsonl(receiver: ReceiverConfig, config: Config, _env: Mapping[str, str]) ->
     return JsonlNotifier(receiver.name, config.resolve(receiver.path))
 
 
-def _webhook(receiver: ReceiverConfig, _config: Config, env: Mapping[str, str]) -> Notifier:
+def _url(receiver: ReceiverConfig, env: Mapping[str, str]) -> str:
+    """The receiver's URL: `url_env` (an environment variable, for URLs that carry tokens) or `url`."""
+    url_env = getattr(receiver, "url_env", None)  # a field the config may grow; chat bot URLs are secrets
+    if url_env:
+        url = env.get(url_env)
+        if not url:
+            raise PermanentError(f"receiver {receiver.name!r}: environment variable {url_env} (its URL) is not set")
+        return url
     if not receiver.url:
-        raise PermanentError(f"receiver {receiver.name!r}: a webhook receiver needs a url")
-    secret = None
-    if receiver.secret_env:
-        secret = env.get(receiver.secret_env)
-        if not secret:
-            # Fail closed: a receiver that expects signed bodies must not get unsigned ones.
-            raise PermanentError(
-                f"receiver {receiver.name!r}: environment variable {receiver.secret_env} (signing secret) is not set"
-            )
-    return WebhookNotifier(receiver.name, receiver.url, secret=secret, timeout_s=receiver.timeout.total_seconds())
+        raise PermanentError(f"receiver {receiver.name!r}: a {receiver.kind} receiver needs a url")
+    return receiver.url
+
+
+def _secret(receiver: ReceiverConfig, env: Mapping[str, str], what: str) -> str | None:
+    if not receiver.secret_env:
+        return None
+    secret = env.get(receiver.secret_env)
+    if not secret:
+        # Fail closed: a receiver that expects signed bodies must not get unsigned ones.
+        raise PermanentError(
+            f"receiver {receiver.name!r}: environment variable {receiver.secret_env} ({what}) is not set"
+        )
+    return secret
+
+
+def _webhook(receiver: ReceiverConfig, _config: Config, env: Mapping[str, str]) -> Notifier:
+    url = _url(receiver, env)
+    secret = _secret(receiver, env, "signing secret")
+    return WebhookNotifier(receiver.name, url, secret=secret, timeout_s=receiver.timeout.total_seconds())
+
+
+def _alertmanager(receiver: ReceiverConfig, _config: Config, env: Mapping[str, str]) -> Notifier:
+    url = _url(receiver, env)
+    token = _secret(receiver, env, "bearer token")
+    return AlertmanagerNotifier(receiver.name, url, token=token, timeout_s=receiver.timeout.total_seconds())
+
+
+def _chat(receiver: ReceiverConfig, _config: Config, env: Mapping[str, str]) -> Notifier:
+    url = _url(receiver, env)
+    secret = _secret(receiver, env, "signing secret")
+    flavour = FLAVOURS[receiver.kind]
+    return ChatNotifier(receiver.name, url, flavour, secret=secret, timeout_s=receiver.timeout.total_seconds())
 
 
 def default_notifiers() -> NotifierRegistry:
@@ -85,6 +118,9 @@ def default_notifiers() -> NotifierRegistry:
     registry = NotifierRegistry()
     registry.register("jsonl", _jsonl)
     registry.register("webhook", _webhook)
+    registry.register("alertmanager", _alertmanager)
+    for kind in FLAVOURS:
+        registry.register(kind, _chat)
     return registry
 
 

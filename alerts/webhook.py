@@ -12,12 +12,13 @@ import hmac
 import json
 from collections.abc import Sequence
 from typing import Any
-from urllib.parse import urlsplit
 
 import httpx
 
+from alerts.http import post, redact
 from alerts.model import Alert
-from gpusteward.errors import PermanentError, TransientError
+
+__all__ = ["SIGNATURE_HEADER", "USER_AGENT", "WebhookNotifier", "redact", "sign", "webhook_body"]
 
 SIGNATURE_HEADER = "X-GPUSteward-Signature"
 USER_AGENT = "GPUSteward"
@@ -52,14 +53,6 @@ def webhook_body(receiver: str, alerts: Sequence[Alert]) -> dict[str, Any]:
     }
 
 
-def redact(url: str) -> str:
-    """scheme://host[:port]/path: no user info, no query (tokens often live there)."""
-    parts = urlsplit(url)
-    host = parts.hostname or ""
-    port = f":{parts.port}" if parts.port else ""
-    return f"{parts.scheme}://{host}{port}{parts.path}"
-
-
 class WebhookNotifier:
     def __init__(
         self,
@@ -92,7 +85,6 @@ class WebhookNotifier:
     def send(self, alerts: Sequence[Alert]) -> int:
         if not alerts:
             return 0
-        where = redact(self._url)
         with httpx.Client(timeout=self._timeout_s, transport=self._transport) as client:
             for group in self._groups(alerts):
                 body = json.dumps(webhook_body(self._name, group), separators=(",", ":"), ensure_ascii=False)
@@ -100,19 +92,5 @@ class WebhookNotifier:
                 headers = {"Content-Type": "application/json", "User-Agent": USER_AGENT}
                 if self._secret is not None:
                     headers[SIGNATURE_HEADER] = sign(self._secret, data)
-                self._post(client, data, headers, where)
+                post(client, self._url, data, headers, who=f"webhook {self._name!r}", timeout_s=self._timeout_s)
         return len(alerts)
-
-    def _post(self, client: httpx.Client, data: bytes, headers: dict[str, str], where: str) -> None:
-        # `from None`: httpx's own messages may carry the full URL, query tokens included.
-        try:
-            response = client.post(self._url, content=data, headers=headers)
-        except httpx.TimeoutException:
-            raise TransientError(f"webhook {self._name!r}: POST {where} timed out after {self._timeout_s:g}s") from None
-        except httpx.TransportError as exc:
-            raise TransientError(f"webhook {self._name!r}: POST {where} failed: {type(exc).__name__}") from None
-        status = response.status_code
-        if status >= 500 or status == 429:
-            raise TransientError(f"webhook {self._name!r}: POST {where} answered {status}")
-        if status >= 400:
-            raise PermanentError(f"webhook {self._name!r}: POST {where} answered {status}")

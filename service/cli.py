@@ -2,9 +2,7 @@
 
 from __future__ import annotations
 
-import dataclasses
 import json
-import os
 import sys
 from datetime import date
 from pathlib import Path
@@ -12,54 +10,21 @@ from typing import Any
 
 import click
 
-from gpusteward.config import Config, example_config_path, load_config
+from gpusteward.config import example_config_path, load_config
 from gpusteward.domain import Month
 from gpusteward.errors import ConfigError, StewardError
+from service.cli_alerts import alerts
+from service.cli_options import (
+    config_option,
+    db_option,
+    db_path_of,
+    emit,
+    load,
+    month_option,
+    open_for_writing,
+    pick_month,
+)
 from service.cli_scheduler import scheduler
-
-
-def _load(config_path: str | None) -> Config:
-    """The config named, else $GPUSTEWARD_CONFIG, else the packaged example (paths relative to cwd)."""
-    path = config_path or os.environ.get("GPUSTEWARD_CONFIG")
-    if path:
-        return load_config(path)
-    return dataclasses.replace(load_config(example_config_path()), base_dir=os.getcwd())
-
-
-def _month(_ctx: click.Context, _param: click.Parameter, value: str | None) -> Month | None:
-    if value is None:
-        return None
-    try:
-        return Month.parse(value)
-    except ValueError as exc:
-        raise click.BadParameter(str(exc)) from exc
-
-
-config_option = click.option(
-    "--config",
-    "config_path",
-    type=click.Path(dir_okay=False),
-    default=None,
-    help="Config file (default: $GPUSTEWARD_CONFIG, else the bundled example for the simulated fleet).",
-)
-db_option = click.option(
-    "--db",
-    "db_path",
-    type=click.Path(dir_okay=False),
-    default=None,
-    help="Warehouse file (default: warehouse.path from the config).",
-)
-month_option = click.option(
-    "--month", callback=_month, default=None, help="Month as YYYY-MM (default: latest with data)."
-)
-
-
-def _db(config: Config, db_path: str | None) -> str:
-    return db_path or config.resolve(config.warehouse.path)
-
-
-def _emit(data: Any) -> None:
-    click.echo(json.dumps(data, indent=2, default=str, ensure_ascii=False))
 
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"]})
@@ -112,11 +77,11 @@ def import_cmd(config_path: str | None, db_path: str | None, files: tuple[str, .
     from service.importer import expand, import_files
     from warehouse import open_warehouse
 
-    config = _load(config_path)
+    config = load(config_path)
     paths = expand([Path(f) for f in files])
     with (
         open_warehouse(
-            _db(config, db_path), threads=config.warehouse.threads, memory_limit=config.warehouse.memory_limit
+            db_path_of(config, db_path), threads=config.warehouse.threads, memory_limit=config.warehouse.memory_limit
         ) as wh,
         click.progressbar(length=len(paths), label="importing", file=sys.stderr) as bar,
     ):
@@ -139,11 +104,11 @@ def status(config_path: str | None, db_path: str | None, as_json: bool) -> None:
     """Tables, row counts, time coverage and completeness of the warehouse."""
     from warehouse import open_warehouse
 
-    config = _load(config_path)
-    with open_warehouse(_db(config, db_path), read_only=True) as wh:
+    config = load(config_path)
+    with open_warehouse(db_path_of(config, db_path), read_only=True) as wh:
         info = wh.status()
     if as_json:
-        _emit(info)
+        emit(info)
         return
     for name, entry in info["tables"].items():
         span = f"  {entry.get('min_ts')} .. {entry.get('max_ts')}" if entry.get("min_ts") else ""
@@ -156,20 +121,6 @@ def status(config_path: str | None, db_path: str | None, as_json: bool) -> None:
         )
 
 
-def _open_for_writing(config: Config, db_path: str | None) -> Any:
-    from warehouse import open_warehouse
-
-    return open_warehouse(
-        _db(config, db_path), threads=config.warehouse.threads, memory_limit=config.warehouse.memory_limit
-    )
-
-
-def _pick_month(wh: Any, month: Month | None) -> Month:
-    from service.pipeline import latest_month
-
-    return month or latest_month(wh)
-
-
 @cli.command()
 @config_option
 @db_option
@@ -179,12 +130,12 @@ def evaluate(config_path: str | None, db_path: str | None, month: Month | None, 
     """Evaluate a month against every scenario's objectives; store and print the results."""
     from service.pipeline import evaluate as run_evaluation
 
-    config = _load(config_path)
-    with _open_for_writing(config, db_path) as wh:
-        chosen = _pick_month(wh, month)
+    config = load(config_path)
+    with open_for_writing(config, db_path) as wh:
+        chosen = pick_month(wh, month)
         outputs = run_evaluation(wh, config, chosen)
     if as_json:
-        _emit(
+        emit(
             {
                 "month": str(chosen),
                 "results": outputs.results.to_dicts(),
@@ -240,11 +191,11 @@ def report(
     from service.pipeline import produce_review
     from service.schedule import run_scheduled_review
 
-    config = _load(config_path)
+    config = load(config_path)
     chosen_formats = [f.strip() for f in formats.split(",")] if formats else list(config.reports.formats)
     chosen_langs = [x.strip() for x in langs.split(",")] if langs else list(config.reports.languages)
     folder = Path(out_dir or config.resolve(config.reports.out_dir))
-    with _open_for_writing(config, db_path) as wh:
+    with open_for_writing(config, db_path) as wh:
 
         def produce(m: Month) -> tuple[Any, list[Path]]:
             if m not in wh.months():
@@ -258,7 +209,7 @@ def report(
             if not done:
                 click.echo("no review is due")
             return
-        for path in produce(_pick_month(wh, month))[1]:
+        for path in produce(pick_month(wh, month))[1]:
             click.echo(str(path))
 
 
@@ -277,9 +228,9 @@ def quota_plan(config_path: str | None, db_path: str | None, month: Month | None
     from quota.plan import Plan, render_text
     from service.pipeline import evaluate as run_evaluation
 
-    config = _load(config_path)
-    with _open_for_writing(config, db_path) as wh:
-        chosen = _pick_month(wh, month)
+    config = load(config_path)
+    with open_for_writing(config, db_path) as wh:
+        chosen = pick_month(wh, month)
         run_evaluation(wh, config, chosen)
         plans = wh.plans(chosen)
     body = json.loads(plans.row(-1, named=True)["body"])
@@ -296,8 +247,8 @@ def quota_show(config_path: str | None, db_path: str | None, plan_id: str | None
     from quota.plan import Plan, render_text
     from warehouse import open_warehouse
 
-    config = _load(config_path)
-    with open_warehouse(_db(config, db_path), read_only=True) as wh:
+    config = load(config_path)
+    with open_warehouse(db_path_of(config, db_path), read_only=True) as wh:
         plans = wh.plans()
     if plan_id is None:
         for row in plans.iter_rows(named=True):
@@ -311,49 +262,6 @@ def quota_show(config_path: str | None, db_path: str | None, plan_id: str | None
     click.echo(render_text(Plan.from_dict(json.loads(match.row(0, named=True)["body"]))))
 
 
-@cli.group()
-def alerts() -> None:
-    """Protection-line alerts."""
-
-
-@alerts.command("list")
-@config_option
-@db_option
-@month_option
-def alerts_list(config_path: str | None, db_path: str | None, month: Month | None) -> None:
-    """Alerts recorded in the warehouse."""
-    from warehouse import open_warehouse
-
-    config = _load(config_path)
-    with open_warehouse(_db(config, db_path), read_only=True) as wh:
-        frame = wh.alerts(month)
-    for row in frame.iter_rows(named=True):
-        click.echo(
-            f"{row['starts_at']}  {row['status']:8s} {row['severity']:8s} {row['line']} {row['subject']}: "
-            f"{row['summary']}"
-        )
-
-
-@alerts.command("send")
-@config_option
-@db_option
-@month_option
-def alerts_send(config_path: str | None, db_path: str | None, month: Month | None) -> None:
-    """Evaluate the month's protection lines and deliver their alerts to the configured receivers."""
-    from service.pipeline import evaluate as run_evaluation
-    from service.pipeline import raise_alerts
-
-    config = _load(config_path)
-    with _open_for_writing(config, db_path) as wh:
-        chosen = _pick_month(wh, month)
-        run = raise_alerts(wh, config, run_evaluation(wh, config, chosen))
-    click.echo(f"{len(run.alerts)} alerts ({run.new} new), {run.delivery.sent} deliveries")
-    for failed in run.delivery.failed:
-        click.echo(f"delivery to {failed.receiver} failed: {failed.error}", err=True)
-    if not run.delivery.ok:
-        sys.exit(1)
-
-
 @cli.command()
 @config_option
 @db_option
@@ -362,8 +270,8 @@ def dashboard(config_path: str | None, db_path: str | None, port: int) -> None:
     """Serve the Streamlit dashboard on 127.0.0.1 (read-only on the warehouse)."""
     from service.dashboard import serve_dashboard
 
-    config = _load(config_path)
-    serve_dashboard(_db(config, db_path), config_path or example_config_path(), port=port)
+    config = load(config_path)
+    serve_dashboard(db_path_of(config, db_path), config_path or example_config_path(), port=port)
 
 
 @cli.command()
@@ -380,6 +288,7 @@ def demo(out_dir: str, seed: int, days: int, nodes: int, serve: bool) -> None:
 
 
 cli.add_command(scheduler)
+cli.add_command(alerts)
 
 
 def main() -> None:

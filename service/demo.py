@@ -6,7 +6,7 @@ import json
 import shutil
 import sys
 import time
-from datetime import date
+from datetime import UTC, date, datetime
 from pathlib import Path
 
 import click
@@ -49,9 +49,10 @@ def run_demo(out_dir: Path, *, seed: int, days: int, nodes: int, serve: bool) ->
         missed = outputs.results.filter(outputs.results["met"].eq(False)).height
         clock.lap("evaluate", f"{outputs.results.height} results, {missed} missed objectives")
 
-        run = raise_alerts(wh, config, outputs)
+        run = raise_alerts(wh, config, outputs, datetime.now(UTC))
         alert_targets = ", ".join(r.path or r.url or r.name for r in config.alerts.receivers)
-        clock.lap("alerts", f"{len(run.alerts)} alerts, {run.delivery.sent} delivered to {alert_targets}")
+        delivered = run.tick.delivery.delivered
+        clock.lap("alerts", f"{len(run.alerts)} alerts, {delivered} notifications delivered to {alert_targets}")
 
         review_paths = write_reviews(
             wh,
@@ -77,9 +78,8 @@ def run_demo(out_dir: Path, *, seed: int, days: int, nodes: int, serve: bool) ->
     click.echo(render_text(plan))
     exe = Path(sys.argv[0]) if Path(sys.argv[0]).name == "gpusteward" else Path("gpusteward")
     click.echo(f"Next: {exe} status --db {db_path}   |   {exe} dashboard --config {config_path}")
-    if not run.delivery.ok:
-        for failed in run.delivery.failed:
-            click.echo(f"alert delivery to {failed.receiver} failed: {failed.error}", err=True)
+    for failed in run.tick.delivery.failed:
+        click.echo(f"alert delivery to {failed.receiver} failed: {failed.error}", err=True)
     if serve:
         from service.dashboard import serve_dashboard
 

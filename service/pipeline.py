@@ -12,12 +12,13 @@ from pathlib import Path
 import polars as pl
 
 from alerts.model import Alert, alerts_from_episodes
-from alerts.notify import DeliveryReport, deliver
+from alerts.outbox import TickResult
 from gpusteward.config import Config
 from gpusteward.domain import Month
 from quota.plan import Plan
 from quota.recommender import recommend
 from reports import Review, build_review, write_review
+from service.alerting import run_alert_tick
 from sla.month import evaluate_month
 from sla.outputs import MonthOutputs
 from sla.usage import queue_usage
@@ -59,11 +60,12 @@ def _plan(outputs: MonthOutputs, quotas: pl.DataFrame, config: Config, usage: pl
 class AlertRun:
     alerts: list[Alert]
     new: int
-    delivery: DeliveryReport
+    tick: TickResult
 
 
-def raise_alerts(wh: Warehouse, config: Config, outputs: MonthOutputs) -> AlertRun:
-    """Turn the month's breach episodes into alerts, record them once, and deliver them."""
+def raise_alerts(wh: Warehouse, config: Config, outputs: MonthOutputs, now: datetime) -> AlertRun:
+    """Turn the month's breach episodes into alerts, record them once, and pass them through the
+    alert engine and the warehouse outbox to the receivers (each notification delivered once)."""
     data_end = wh.evaluation_inputs(outputs.month).data_end if outputs.episodes.height else None
     alerts = alerts_from_episodes(outputs.episodes, config, data_end=data_end)
     new = wh.record_alerts(
@@ -83,7 +85,7 @@ def raise_alerts(wh: Warehouse, config: Config, outputs: MonthOutputs) -> AlertR
             for a in alerts
         ],
     )
-    return AlertRun(alerts, new, deliver(alerts, config))
+    return AlertRun(alerts, new, run_alert_tick(wh, config, alerts, now))
 
 
 HISTORY_MONTHS = 5

@@ -174,7 +174,7 @@ def test_deliver_reports_failures_without_raising(receiver: Receiver, tmp_path: 
 
 def test_notifier_kinds_register_like_add_ons() -> None:
     registry = default_notifiers()
-    assert registry.kinds() == ["jsonl", "webhook"]
+    assert registry.kinds() == ["jsonl", "webhook", "alertmanager", "slack", "feishu", "dingtalk", "wecom"]
     with pytest.raises(ValueError, match="already registered"):
         registry.register("jsonl", lambda r, c, e: WebhookNotifier(r.name, "http://x"))
     assert NotifierRegistry().kinds() == []
