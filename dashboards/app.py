@@ -1,33 +1,59 @@
-"""Streamlit entry point: `streamlit run dashboards/app.py -- --db PATH --config PATH [--month YYYY-MM]`.
+"""Streamlit entry point.
 
-Reads the warehouse read-only through `warehouse` queries; nobody types SQL here.
+    streamlit run dashboards/app.py -- --read-model DIR --config FILE [--api URL] [--team-header NAME]
+    streamlit run dashboards/app.py -- --db FILE --config FILE          (no service running: read-only file)
+
+Reads the read model the service publishes (Parquet, no lock on the live warehouse); nobody types
+SQL here. The control actions (approve a plan, silence an alert) go through the service's API with
+the token in $GPUSTEWARD_DASHBOARD_TOKEN (or --api-token-env).
 """
 
 from __future__ import annotations
 
 import argparse
+import os
 import sys
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
+from datetime import datetime
+from pathlib import Path
 from typing import Any
 
 import streamlit as st
 
-from dashboards.data import OverviewData, load_overview
-from dashboards.overview import render_overview
 from dashboards.texts import LANGUAGE_NAMES, Texts
+from dashboards.view import Filters, Reader, View, choices, filter_outputs, naive_now, team_from_headers
+from gpusteward.config import load_config
+from gpusteward.config.schema import Config
 from gpusteward.domain import Month
 from reports.locale import LANGS, Lang
 
 CACHE_TTL_S = 60
-Loader = Callable[[Month | None], OverviewData]
+VIEW_KEY = "_gpusteward_view"
+SCREENS = Path(__file__).parent / "screens"
+PAGES = ("overview", "scenarios", "queues", "inference", "idle", "preemption", "review", "plans", "alerts")
 
 
 def parse_args(argv: Sequence[str]) -> argparse.Namespace:
-    parser = argparse.ArgumentParser(prog="dashboards/app.py", description="GPU Steward overview dashboard")
-    parser.add_argument("--db", required=True, help="the warehouse's DuckDB file (opened read-only)")
+    parser = argparse.ArgumentParser(prog="dashboards/app.py", description="GPU Steward dashboards")
+    source = parser.add_mutually_exclusive_group(required=True)
+    source.add_argument("--read-model", help="folder the service publishes the read model to")
+    source.add_argument("--db", help="the warehouse's DuckDB file, opened read-only (only when no service writes it)")
     parser.add_argument("--config", default=None, help="the gpusteward.toml config (team names, pool size)")
     parser.add_argument("--month", default=None, type=Month.parse, help="month to open first, YYYY-MM")
+    parser.add_argument("--api", default=None, help="the service's URL for control actions, e.g. http://127.0.0.1:9464")
+    parser.add_argument("--api-token-env", default="GPUSTEWARD_DASHBOARD_TOKEN",
+                        help="environment variable holding the control API token (never shown)")
+    parser.add_argument("--team-header", default=None,
+                        help="trust this request header (set by an authenticating proxy) as the viewer's team")
     return parser.parse_args(list(argv))
+
+
+def current_view() -> View:
+    """The View app.py built for this run; screens call it."""
+    view = st.session_state.get(VIEW_KEY)
+    if not isinstance(view, View):
+        st.stop()
+    return view
 
 
 def _language() -> Lang:
@@ -42,33 +68,102 @@ def _language() -> Lang:
     return "zh" if lang == "zh" else "en"
 
 
-def run_app(load: Loader, *, first_month: Month | None = None) -> None:
-    """The page: language and month in the sidebar, the overview in the body. `load` reads one month."""
+def _month(model: Reader, tx: Texts, first: Month | None) -> Month | None:
+    months = model.months()
+    if not months:
+        return None
+    options = [str(m) for m in reversed(months)]
+    if st.session_state.get("month") not in options:
+        st.session_state["month"] = str(first) if first is not None and str(first) in options else options[0]
+    return Month.parse(st.sidebar.selectbox(tx("sidebar.month"), options, key="month"))
+
+
+def _filters(view_choices: tuple[list[str], list[str], list[str]], tx: Texts, config: Config,
+             team_scope: str | None) -> Filters:
+    clusters, teams, scenarios = view_choices
+    names = {k: t.display_name or k for k, t in config.teams.items()}
+    picked_clusters = st.sidebar.multiselect(tx("sidebar.cluster"), clusters, key="f_clusters",
+                                             placeholder=tx("sidebar.all"))
+    if team_scope:
+        st.sidebar.caption(tx("page.team_scope", team=names.get(team_scope, team_scope)))
+        picked_teams: list[str] = [team_scope]
+    else:
+        picked_teams = st.sidebar.multiselect(tx("sidebar.team"), teams, key="f_teams", placeholder=tx("sidebar.all"),
+                                              format_func=lambda k: names.get(k, k))
+    picked_scenarios = st.sidebar.multiselect(tx("sidebar.scenario"), scenarios, key="f_scenarios",
+                                              placeholder=tx("sidebar.all"),
+                                              format_func=lambda s: tx.fmt.term("scenario", s))
+    return Filters(tuple(picked_clusters), tuple(picked_teams), tuple(picked_scenarios))
+
+
+def run_app(
+    open_model: Callable[[], Reader],
+    config: Config,
+    *,
+    first_month: Month | None = None,
+    api_url: str | None = None,
+    api_token: str | None = None,
+    team_header: str | None = None,
+    headers: Callable[[], Mapping[str, str]] | None = None,
+    now: datetime | None = None,
+) -> None:
+    """Sidebar (language, period, filters), then the chosen page."""
     lang = _language()
     tx = Texts(lang)
-    chosen = st.session_state.get("month")
     try:
-        data = load(Month.parse(chosen) if isinstance(chosen, str) else first_month)
-    except Exception as exc:
-        st.session_state.pop("month", None)  # the next run falls back to the newest month
-        st.error(tx("page.no_month", error=str(exc)))
+        model = open_model()
+    except (FileNotFoundError, ValueError) as exc:
+        st.info(tx("page.no_model", error=str(exc)))
         return
-    options = [str(m) for m in reversed(data.months)] or [str(data.month)]
-    if "month" not in st.session_state and str(data.month) in options:
-        st.session_state["month"] = str(data.month)
-    st.sidebar.selectbox(tx("sidebar.month"), options, key="month")
-    render_overview(data, lang)
+    month = _month(model, tx, first_month)
+    if month is None:
+        st.info(tx("page.no_month", error=tx("page.nothing_evaluated")))
+        return
+    outputs = model.month_outputs(month)
+    team_scope = team_from_headers((headers or (lambda: dict(st.context.headers)))(), team_header)
+    filters = _filters(choices(outputs, config), tx, config, team_scope)
+    st.session_state[VIEW_KEY] = View(model, month, filter_outputs(outputs, filters), filters, lang, config,
+                                      naive_now(now), team_scope, api_url, api_token)
+    nav = st.navigation([
+        st.Page(str(SCREENS / f"{name}.py"), title=tx(f"nav.{name}"), url_path=name, default=name == "overview")
+        for name in PAGES
+    ])
+    nav.run()
 
 
-@st.cache_data(ttl=CACHE_TTL_S, show_spinner=False)
-def _cached(db: str, config: str | None, month: str | None) -> OverviewData:
-    return load_overview(db, config, Month.parse(month) if month else None)
+@st.cache_resource(ttl=CACHE_TTL_S, show_spinner=False, max_entries=4)
+def _read_model(root: str, version: str | None) -> Reader:
+    from warehouse.readmodel import load_read_model
+
+    del version  # part of the cache key: a new version is loaded once, then shared by every session
+    return load_read_model(root)
+
+
+@st.cache_resource(ttl=CACHE_TTL_S, show_spinner=False, max_entries=2)
+def _from_db(db: str) -> Reader:
+    from warehouse import open_warehouse
+    from warehouse.readmodel import snapshot
+
+    with open_warehouse(db, read_only=True) as wh:
+        return snapshot(wh)
 
 
 def main(argv: Sequence[str] | None = None) -> None:
     args = parse_args(sys.argv[1:] if argv is None else argv)
     st.set_page_config(page_title="GPU Steward", layout="wide")
-    run_app(lambda month: _cached(args.db, args.config, str(month) if month else None), first_month=args.month)
+    config = load_config(args.config) if args.config else Config()
+    if args.read_model:
+        from warehouse.readmodel import current_version
+
+        def open_model() -> Reader:
+            return _read_model(args.read_model, current_version(args.read_model))
+    else:
+
+        def open_model() -> Reader:
+            return _from_db(args.db)
+
+    run_app(open_model, config, first_month=args.month, api_url=args.api,
+            api_token=os.environ.get(args.api_token_env) or None, team_header=args.team_header)
 
 
 if __name__ == "__main__":

@@ -25,6 +25,7 @@ from service.cli_options import (
     pick_month,
 )
 from service.cli_scheduler import scheduler
+from service.serve import serve
 
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"]})
@@ -289,6 +290,7 @@ def demo(out_dir: str, seed: int, days: int, nodes: int, serve: bool) -> None:
 
 cli.add_command(scheduler)
 cli.add_command(alerts)
+cli.add_command(serve)
 
 
 def main() -> None:

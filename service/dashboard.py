@@ -16,8 +16,20 @@ def free_port() -> int:
         return int(s.getsockname()[1])
 
 
-def start_dashboard(db_path: str, config_path: str, *, port: int | None = None) -> tuple[subprocess.Popen[bytes], str]:
-    """Run `streamlit run dashboards/app.py` bound to 127.0.0.1; return the process and its URL."""
+def start_dashboard(
+    db_path: str | None,
+    config_path: str,
+    *,
+    port: int | None = None,
+    read_model: str | None = None,
+    api_url: str | None = None,
+) -> tuple[subprocess.Popen[bytes], str]:
+    """Run `streamlit run dashboards/app.py` bound to 127.0.0.1; return the process and its URL.
+
+    With `read_model` the dashboard reads what `gpusteward serve` publishes (and acts through `api_url`);
+    otherwise it opens `db_path` read-only, which only works while no service writes the file."""
+    source = ["--read-model", read_model] if read_model else ["--db", str(db_path)]
+    api = ["--api", api_url] if api_url else []
     app = Path(str(resources.files("dashboards").joinpath("app.py")))
     port = port or free_port()
     command = [
@@ -36,11 +48,15 @@ def start_dashboard(db_path: str, config_path: str, *, port: int | None = None) 
         "false",
         "--global.developmentMode",
         "false",
+        "--server.fileWatcherType",
+        "none",
+        "--client.toolbarMode",
+        "minimal",
         "--",
-        "--db",
-        db_path,
+        *source,
         "--config",
         config_path,
+        *api,
     ]
     process = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
     url = f"http://127.0.0.1:{port}/"

@@ -81,9 +81,9 @@ def run_demo(out_dir: Path, *, seed: int, days: int, nodes: int, serve: bool) ->
     for failed in run.tick.delivery.failed:
         click.echo(f"alert delivery to {failed.receiver} failed: {failed.error}", err=True)
     if serve:
-        from service.dashboard import serve_dashboard
+        from service.serve import ServeSettings, serve_with_dashboard
 
-        serve_dashboard(str(db_path), str(config_path))
+        serve_with_dashboard(str(config_path), ServeSettings(read_model=out_dir / "readmodel", import_dirs=(data_dir,)))
 
 
 class _Stopwatch:

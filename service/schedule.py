@@ -105,8 +105,10 @@ def summary_text(review: Review, lang: Lang) -> tuple[str, str]:
     counts = {s: sum(1 for f in review.findings if f.severity == s) for s in ("critical", "warning", "info")}
     head = ", ".join(f"{fmt.term('severity', s)} {n}" for s, n in counts.items() if n)
     summary = f"{title} ({head})" if head else title
-    lines = [fmt.t("summary.item", severity=fmt.term("severity", f.severity), text=fmt.message(f.message))
-             for f in review.findings[:SUMMARY_FINDINGS]]
+    lines = [
+        fmt.t("summary.item", severity=fmt.term("severity", f.severity), text=fmt.message(f.message))
+        for f in review.findings[:SUMMARY_FINDINGS]
+    ]
     if not review.findings:
         lines = [fmt.t("summary.none")]
     return summary, "\n".join(lines)

@@ -8,6 +8,7 @@ from dashboards.data import OverviewData, pool_gpus, team_names
 from gpusteward.config.schema import ClusterConfig
 from gpusteward.domain import Month
 from tests.reports.fixtures import MONTH, demo_config, demo_outputs, empty_outputs
+from warehouse.readmodel import ReadModel
 
 AS_OF = datetime(2026, 12, 1, 0, 59)
 
@@ -54,3 +55,37 @@ def sample_overview() -> OverviewData:
 
 def empty_overview() -> OverviewData:
     return OverviewData(month=MONTH, outputs=empty_outputs(), status={}, alerts=[], data_age=None)
+
+
+def sample_model(*, with_plan: bool = True) -> ReadModel:
+    """The hand-made month (and an empty October) as a published read model, with one plan and one alert."""
+    import json
+
+    import polars as pl
+
+    from gpusteward import tables
+    from warehouse import control, queries
+    from warehouse.readmodel import MONTH_TABLES, PLANS, ReadModel
+
+    months = {str(MONTH): demo_outputs(), str(Month(2026, 10)): empty_outputs()}
+    frames: dict[str, dict[str, pl.DataFrame]] = {name: {} for name in MONTH_TABLES}
+    for key, outputs in months.items():
+        parts = {"sla_results": outputs.results.with_columns(pl.lit(key).alias("month")), "idle_by_job": outputs.idle,
+                 "breach_episodes": outputs.episodes, "usage": outputs.usage, "completeness": outputs.completeness,
+                 "quota_plan_items": outputs.plan_items}
+        for name, frame in parts.items():
+            frames[name][key] = tables.conform(frame, MONTH_TABLES[name])
+        frames["alerts"][key] = tables.empty(queries.ALERTS)
+    alert = FIRING[0] | {"month": str(MONTH), "body": "{}", "recorded_at": AS_OF}
+    frames["alerts"][str(MONTH)] = tables.conform(pl.DataFrame([alert]), queries.ALERTS)
+    items = demo_outputs().plan_items.to_dicts()
+    plans = pl.DataFrame([{
+        "plan_id": "2026-11-abc123", "month": str(MONTH), "created_at": AS_OF, "status": "proposed", "dry_run": True,
+        "body": json.dumps({"items": items}, default=str), "decision": None, "decided_by": None, "decided_at": None,
+    }]) if with_plan else tables.empty(PLANS)
+    whole = {
+        "quota_plans": tables.conform(plans, PLANS),
+        "alert_states": tables.empty(control.ALERT_STATES),
+        "control_actions": tables.empty(control.CONTROL_ACTIONS),
+    }
+    return ReadModel("v-test", AS_OF + timedelta(minutes=5), STATUS, frames, whole)

@@ -1,0 +1,230 @@
+"""Pure builders for the pages after the overview: display frames with translated headers, None when no data."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import polars as pl
+
+from dashboards.texts import Texts
+from dashboards.view import View
+from reports.context import indicator_bound, indicator_kind
+from reports.model import Quantity
+
+
+def _value(tx: Texts, indicator: str, value: object) -> str:
+    return tx.fmt.quantity(Quantity(value if isinstance(value, int | float) else None, indicator_kind(indicator)))
+
+
+def _objective(tx: Texts, indicator: str, value: object) -> str:
+    if not isinstance(value, int | float):
+        return "—"
+    return tx.fmt.quantity(Quantity(value, indicator_kind(indicator), indicator_bound(indicator)))
+
+
+def _met(tx: Texts, met: object) -> str:
+    return tx("sla.status.met") if met is True else tx("sla.status.missed") if met is False else tx("sla.status.none")
+
+
+def scenario_summary(view: View) -> pl.DataFrame | None:
+    """Per scenario: results judged, met, missed, and the smallest error budget left."""
+    results = view.outputs.results
+    if results.is_empty():
+        return None
+    tx = view.tx
+    grouped = (
+        results.group_by("scenario")
+        .agg(
+            pl.col("met").is_not_null().sum().alias("judged"),
+            pl.col("met").eq(True).sum().alias("met"),
+            pl.col("met").eq(False).sum().alias("missed"),
+            pl.col("budget_left").min().alias("budget"),
+        )
+        .sort("scenario")
+    )
+    return pl.DataFrame({
+        tx("col.scenario"): [tx.fmt.term("scenario", s) for s in grouped["scenario"].to_list()],
+        tx("col.judged"): grouped["judged"].cast(pl.Int64),
+        tx("col.met"): grouped["met"].cast(pl.Int64),
+        tx("col.missed"): grouped["missed"].cast(pl.Int64),
+        tx("col.budget_left"): [tx.fmt.quantity(Quantity(b, "percent")) for b in grouped["budget"].to_list()],
+    })
+
+
+def results_table(view: View, results: pl.DataFrame, *, subject_label: str = "col.subject") -> pl.DataFrame | None:
+    if results.is_empty():
+        return None
+    tx = view.tx
+    rows = results.sort(["subject", "indicator"]).to_dicts()
+    return pl.DataFrame({
+        tx("col.status"): [_met(tx, r["met"]) for r in rows],
+        tx(subject_label): [view.team_name(r["subject"]) if r["subject_kind"] == "team" else str(r["subject"])
+                            for r in rows],
+        tx("col.indicator"): [tx.fmt.term("indicator", r["indicator"]) for r in rows],
+        tx("col.value"): [_value(tx, r["indicator"], r["value"]) for r in rows],
+        tx("col.objective"): [_objective(tx, r["indicator"], r["objective"]) for r in rows],
+        tx("col.budget_left"): [tx.fmt.quantity(Quantity(r["budget_left"], "percent")) for r in rows],
+        tx("col.completeness"): [tx.fmt.quantity(Quantity(r["completeness"], "percent")) for r in rows],
+        tx("col.evidence"): [r["evidence"] or "" for r in rows],
+    })
+
+
+def share_table(view: View) -> pl.DataFrame | None:
+    """GPU-hours per team against the team's entitled share of the (filtered) pool's GPU-hours."""
+    usage = view.outputs.usage
+    if usage.is_empty():
+        return None
+    tx = view.tx
+    total = float(view.model.month_outputs(view.month).usage["gpu_hours"].sum())
+    grouped = usage.group_by("team").agg(pl.col("gpu_hours").sum(), pl.col("jobs").sum()).sort("team")
+    rows = grouped.to_dicts()
+    entitled = {k: t.entitled_share for k, t in view.config.teams.items()}
+    return pl.DataFrame({
+        tx("col.team"): [view.team_name(r["team"]) for r in rows],
+        tx("col.gpu_hours"): [round(float(r["gpu_hours"] or 0), 1) for r in rows],
+        tx("col.jobs"): [int(r["jobs"] or 0) for r in rows],
+        tx("col.share"): [tx.fmt.quantity(Quantity(float(r["gpu_hours"] or 0) / total if total else None, "percent"))
+                          for r in rows],
+        tx("col.entitled"): [tx.fmt.quantity(Quantity(entitled.get(str(r["team"])), "percent")) for r in rows],
+    })
+
+
+def quota_history(view: View) -> pl.DataFrame | None:
+    """Every stored plan's proposed changes for the filtered teams, with the decision taken on the plan."""
+    plans = view.model.plans()
+    if plans.is_empty():
+        return None
+    tx = view.tx
+    rows: list[dict[str, Any]] = []
+    for plan in plans.sort("created_at").iter_rows(named=True):
+        for item in json.loads(plan["body"]).get("items", []):
+            if view.filters.teams and item.get("team") not in view.filters.teams:
+                continue
+            rows.append({
+                tx("col.month"): plan["month"],
+                tx("col.plan"): plan["plan_id"],
+                tx("col.team"): view.team_name(item.get("team")),
+                tx("col.cluster"): str(item.get("cluster") or ""),
+                tx("col.current"): str(item.get("current_gpus") if item.get("current_gpus") is not None else "—"),
+                tx("col.proposed"): str(item.get("proposed_gpus") if item.get("proposed_gpus") is not None else "—"),
+                tx("col.decision"): tx(f"plan.decision.{plan.get('decision') or 'proposed'}"),
+            })
+    return pl.DataFrame(rows) if rows else None
+
+
+def services_table(view: View) -> pl.DataFrame | None:
+    """One row per inference service: latency p95/p99 and error rate against objectives, and the headroom."""
+    results = view.outputs.results.filter(pl.col("subject_kind") == "service")
+    if results.is_empty():
+        return None
+    tx = view.tx
+    out: list[dict[str, Any]] = []
+    for r in results.sort(["subject", "indicator"]).iter_rows(named=True):
+        headroom = None
+        if isinstance(r["value"], int | float) and isinstance(r["objective"], int | float) and r["objective"]:
+            headroom = 1 - r["value"] / r["objective"] if indicator_bound(r["indicator"]) != "at_least" else (
+                r["value"] / r["objective"] - 1)
+        out.append({
+            tx("col.status"): _met(tx, r["met"]),
+            tx("col.service"): str(r["subject"]),
+            tx("col.indicator"): tx.fmt.term("indicator", r["indicator"]),
+            tx("col.value"): _value(tx, r["indicator"], r["value"]),
+            tx("col.objective"): _objective(tx, r["indicator"], r["objective"]),
+            tx("col.headroom"): tx.fmt.quantity(Quantity(headroom, "percent")),
+        })
+    return pl.DataFrame(out)
+
+
+def idle_teams(view: View) -> pl.DataFrame | None:
+    idle = view.outputs.idle
+    if idle.is_empty():
+        return None
+    tx = view.tx
+    g = (
+        idle.group_by("team")
+        .agg(pl.col(c).sum() for c in ("busy_minutes", "idle_minutes", "idle_held_minutes", "no_data_minutes"))
+        .sort("idle_held_minutes", descending=True)
+    )
+    return pl.DataFrame({
+        tx("col.team"): [view.team_name(t) for t in g["team"].to_list()],
+        tx("col.busy"): (g["busy_minutes"] / 60).round(1),
+        tx("col.idle"): (g["idle_minutes"] / 60).round(1),
+        tx("col.idle_held"): (g["idle_held_minutes"] / 60).round(1),
+        tx("col.no_data"): (g["no_data_minutes"] / 60).round(1),
+    })
+
+
+def idle_jobs(view: View, limit: int = 20) -> pl.DataFrame | None:
+    """The jobs holding idle GPUs longest (idle-held first): who to ask to release them."""
+    idle = view.outputs.idle.filter((pl.col("idle_held_minutes") + pl.col("idle_minutes")) > 0)
+    if idle.is_empty():
+        return None
+    tx = view.tx
+    top = idle.sort(["idle_held_minutes", "idle_minutes", "job_id"], descending=[True, True, False]).head(limit)
+    return pl.DataFrame({
+        tx("col.cluster"): top["cluster"],
+        tx("col.job"): top["job_id"],
+        tx("col.team"): [view.team_name(t) for t in top["team"].to_list()],
+        tx("col.scenario"): [tx.fmt.term("scenario", s) for s in top["scenario"].to_list()],
+        tx("col.idle_held"): (top["idle_held_minutes"] / 60).round(1),
+        tx("col.idle"): (top["idle_minutes"] / 60).round(1),
+        tx("col.no_data"): (top["no_data_minutes"] / 60).round(1),
+    })
+
+
+def alerts_table(view: View) -> pl.DataFrame | None:
+    """Alerts of the month, one row per fingerprint (latest status), with silence and acknowledgement."""
+    alerts = view.alerts()
+    if alerts.is_empty():
+        return None
+    tx = view.tx
+    latest = alerts.sort("recorded_at").group_by("fingerprint", maintain_order=True).last()
+    states = view.model.alert_states()
+    joined = latest.join(states, on="fingerprint", how="left").sort("starts_at", descending=True)
+    rows = joined.to_dicts()
+    return pl.DataFrame({
+        tx("col.status"): [tx(f"alert.status.{r['status']}") for r in rows],
+        tx("col.severity"): [tx.fmt.term("severity", r["severity"]) for r in rows],
+        tx("col.line"): [tx.fmt.term("line", r["line"]) for r in rows],
+        tx("col.subject"): [str(r["subject"] or "—") for r in rows],
+        tx("col.since"): [tx.fmt.moment(r["starts_at"]) for r in rows],
+        tx("col.silenced_until"): [tx.fmt.moment(r["silenced_until"]) if r["silenced_until"] else "—" for r in rows],
+        tx("col.acknowledged_by"): [str(r["acknowledged_by"] or "—") for r in rows],
+        tx("col.fingerprint"): [str(r["fingerprint"])[:12] for r in rows],
+    })
+
+
+def plans_table(view: View) -> pl.DataFrame | None:
+    plans = view.model.plans(view.month)
+    if plans.is_empty():
+        return None
+    tx = view.tx
+    rows = plans.sort("created_at", descending=True).to_dicts()
+    return pl.DataFrame({
+        tx("col.plan"): [r["plan_id"] for r in rows],
+        tx("col.created"): [tx.fmt.moment(r["created_at"]) for r in rows],
+        tx("col.items"): [len(json.loads(r["body"]).get("items", [])) for r in rows],
+        tx("col.decision"): [tx(f"plan.decision.{r.get('decision') or 'proposed'}") for r in rows],
+        tx("col.decided_by"): [str(r.get("decided_by") or "—") for r in rows],
+    })
+
+
+def plan_items_table(view: View, plan_id: str) -> pl.DataFrame | None:
+    plans = view.model.plans().filter(pl.col("plan_id") == plan_id)
+    if plans.is_empty():
+        return None
+    tx = view.tx
+    items = json.loads(plans.row(0, named=True)["body"]).get("items", [])
+    if view.filters.teams:
+        items = [i for i in items if i.get("team") in view.filters.teams]
+    if not items:
+        return None
+    return pl.DataFrame({
+        tx("col.team"): [view.team_name(i.get("team")) for i in items],
+        tx("col.cluster"): [str(i.get("cluster") or "") for i in items],
+        tx("col.current"): [str(i.get("current_gpus") if i.get("current_gpus") is not None else "—") for i in items],
+        tx("col.proposed"): [str(i.get("proposed_gpus") if i.get("proposed_gpus") is not None else "—")
+                             for i in items],
+        tx("col.reason"): [str(i.get("reason") or "") for i in items],
+    })

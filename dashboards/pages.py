@@ -1,0 +1,175 @@
+"""Page bodies. Each takes the View built by app.py; none runs SQL or touches the warehouse file."""
+
+from __future__ import annotations
+
+from datetime import timedelta
+
+import httpx
+import polars as pl
+import streamlit as st
+
+from dashboards import page_frames as pf
+from dashboards.overview import render_overview
+from dashboards.view import View
+from reports import build_review, render_markdown
+
+API_TIMEOUT_S = 30.0
+
+
+def _table(frame: pl.DataFrame | None, view: View, source: str) -> None:
+    if frame is None or frame.is_empty():
+        tx = view.tx
+        st.info(tx("common.not_available", reason=tx("common.no_rows", what=tx.fmt.term("source", source))))
+        return
+    st.dataframe(frame, hide_index=True, width="stretch")
+
+
+def header(view: View, key: str) -> None:
+    """Title, scope and the data's age: on every page."""
+    tx = view.tx
+    st.title(tx(key, month=tx.fmt.month(view.month)))
+    as_of, age = view.data_as_of(), view.data_age()
+    published = tx.fmt.moment(view.model.published_at)
+    if as_of is None or age is None:
+        st.caption(tx("page.data_age_unknown") + " " + tx("page.published", at=published))
+    else:
+        st.caption(tx("page.data_age", as_of=tx.fmt.moment(as_of), age=tx.fmt.duration(
+            max(age, timedelta(0)).total_seconds())) + " " + tx("page.published", at=published))
+    if view.team_scope:
+        st.caption(tx("page.team_scope", team=view.team_name(view.team_scope)))
+
+
+def overview(view: View) -> None:
+    st.caption(view.tx("page.published", at=view.tx.fmt.moment(view.model.published_at)))
+    render_overview(view.overview(), view.lang)
+    if view.team_scope:
+        st.caption(view.tx("page.team_scope", team=view.team_name(view.team_scope)))
+
+
+def scenarios(view: View) -> None:
+    header(view, "scenarios.title")
+    tx = view.tx
+    _table(pf.scenario_summary(view), view, "sla_results")
+    results = view.outputs.results
+    for scenario in sorted(set(results["scenario"].drop_nulls().to_list())):
+        st.subheader(tx.fmt.term("scenario", scenario))
+        _table(pf.results_table(view, results.filter(pl.col("scenario") == scenario)), view, "sla_results")
+
+
+def queues(view: View) -> None:
+    header(view, "queues.title")
+    tx = view.tx
+    st.subheader(tx("queues.wait"))
+    _table(pf.results_table(view, view.outputs.results.filter(pl.col("subject_kind") == "queue"),
+                            subject_label="col.queue"), view, "sla_results")
+    st.subheader(tx("queues.share"))
+    _table(pf.share_table(view), view, "usage")
+    st.subheader(tx("queues.fairness"))
+    _table(pf.results_table(view, view.outputs.results.filter(pl.col("subject_kind") == "team"),
+                            subject_label="col.team"), view, "sla_results")
+    st.subheader(tx("queues.quota_history"))
+    _table(pf.quota_history(view), view, "quota_plan_items")
+
+
+def inference(view: View) -> None:
+    header(view, "inference.title")
+    st.caption(view.tx("inference.headroom_help"))
+    _table(pf.services_table(view), view, "sla_results")
+
+
+def idle(view: View) -> None:
+    header(view, "idle_page.title")
+    tx = view.tx
+    st.caption(tx("completeness.honest"))
+    teams = pf.idle_teams(view)
+    if teams is not None:
+        x = tx("col.team")
+        st.bar_chart(teams, x=x, y=[tx("col.idle"), tx("col.idle_held"), tx("col.no_data")], x_label=x,
+                     y_label=tx("idle.y"), stack=True)
+    _table(teams, view, "idle_by_job")
+    st.subheader(tx("idle_page.jobs"))
+    _table(pf.idle_jobs(view), view, "idle_by_job")
+
+
+def preemption(view: View) -> None:
+    header(view, "preemption.title")
+    st.info(view.tx("common.not_available", reason=view.tx("preemption.pending")))
+
+
+def review(view: View) -> None:
+    header(view, "review.title")
+    if view.filters.clusters or view.filters.teams or view.filters.scenarios:
+        st.caption(view.tx("review.filtered"))
+    text = render_markdown(build_review(view.model.month_outputs(view.month), view.config), view.lang)
+    with st.container(border=True):
+        st.markdown(text)
+
+
+def _post(view: View, path: str, body: dict[str, object]) -> tuple[int, str]:
+    if not view.api_url or not view.api_token:
+        return 0, view.tx("control.unconfigured")
+    try:
+        response = httpx.post(view.api_url.rstrip("/") + path, json=body, timeout=API_TIMEOUT_S,
+                              headers={"Authorization": f"Bearer {view.api_token}"})
+    except httpx.HTTPError as exc:
+        return 0, str(exc)
+    return response.status_code, response.text
+
+
+def _report(view: View, status: int, text: str) -> None:
+    tx = view.tx
+    if 200 <= status < 300:
+        st.success(tx("control.done"))
+        st.cache_resource.clear()
+    else:
+        st.warning(tx("control.failed", status=status or "—", error=text[:300]))
+
+
+def _can_act(view: View) -> bool:
+    if view.team_scope:
+        st.caption(view.tx("control.team_read_only"))
+        return False
+    if not view.api_url or not view.api_token:
+        st.caption(view.tx("control.unconfigured"))
+        return False
+    return True
+
+
+def plans(view: View) -> None:
+    header(view, "plans.title")
+    tx = view.tx
+    st.caption(tx("plans.dry_run"))
+    table = pf.plans_table(view)
+    _table(table, view, "quota_plan_items")
+    if table is None:
+        return
+    ids = table[tx("col.plan")].to_list()
+    chosen = st.selectbox(tx("plans.choose"), ids, key="plan_choice")
+    _table(pf.plan_items_table(view, str(chosen)), view, "quota_plan_items")
+    if not _can_act(view):
+        return
+    reason = st.text_input(tx("control.reason"), key="plan_reason")
+    left, right = st.columns(2)
+    if left.button(tx("plans.approve"), key="approve", type="primary"):
+        _report(view, *_post(view, f"/api/v1/plans/{chosen}/approve", {"reason": reason or None}))
+    if right.button(tx("plans.reject"), key="reject"):
+        _report(view, *_post(view, f"/api/v1/plans/{chosen}/reject", {"reason": reason or None}))
+
+
+def alerts(view: View) -> None:
+    header(view, "alerts.title")
+    tx = view.tx
+    table = pf.alerts_table(view)
+    _table(table, view, "alerts")
+    if table is None or not _can_act(view):
+        return
+    fingerprints = view.alerts()["fingerprint"].unique(maintain_order=True).to_list()
+    chosen = st.selectbox(tx("alerts.choose"), fingerprints, key="alert_choice", format_func=lambda f: str(f)[:12])
+    minutes = st.number_input(tx("alerts.minutes"), min_value=5, max_value=44640, value=120, step=5, key="minutes")
+    reason = st.text_input(tx("control.reason"), key="alert_reason")
+    left, right = st.columns(2)
+    if left.button(tx("alerts.silence"), key="silence"):
+        _report(view, *_post(view, f"/api/v1/alerts/{chosen}/silence", {"minutes": int(minutes),
+                                                                         "reason": reason or None}))
+    if right.button(tx("alerts.acknowledge"), key="acknowledge"):
+        _report(view, *_post(view, f"/api/v1/alerts/{chosen}/acknowledge", {"reason": reason or None}))

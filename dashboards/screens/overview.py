@@ -1,0 +1,6 @@
+"""The overview page (see dashboards.pages.overview)."""
+
+from dashboards import pages
+from dashboards.app import current_view
+
+pages.overview(current_view())

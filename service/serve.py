@@ -1,0 +1,338 @@
+"""`gpusteward serve`: one long-running process that owns the warehouse.
+
+It runs the jobs (collection per source, evaluation with the quota plan, protection-line alerts,
+the scheduled review) on their intervals, publishes the read model after every cycle that wrote,
+and answers /metrics, /healthz, /readyz and the control API on loopback. It takes a clock and
+stop/ready events, so a test runs a simulated day in seconds; SIGTERM/SIGINT set `stop`, and the
+job (or control action) writing at that moment finishes before the warehouse is closed.
+"""
+
+from __future__ import annotations
+
+import logging
+import signal
+import threading
+import time
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from typing import Any
+
+import click
+
+from alerts.model import Alert
+from alerts.notify import deliver
+from gpusteward.clock import Clock, SystemClock
+from gpusteward.config import Config
+from gpusteward.domain import Month
+from service.api import ApiContext, Request, load_tokens, make_server
+from service.jobs import Job, JobResult, Scheduler
+from service.metrics import ServiceMetrics, epoch
+from service.tasks import (
+    Evaluate,
+    FolderImport,
+    LiveCollect,
+    LiveSource,
+    MonthlyReview,
+    RaiseAlerts,
+    ReviewSchedule,
+    Shared,
+    WriteReview,
+)
+from warehouse import Warehouse, open_warehouse
+from warehouse import control as control_store
+from warehouse.control import ControlError
+from warehouse.readmodel import publish, snapshot
+
+log = logging.getLogger("gpusteward.service")
+
+
+@dataclass(frozen=True)
+class ServeSettings:
+    """How the service runs; the config file says what it evaluates."""
+
+    read_model: Path
+    import_dirs: tuple[Path, ...] = ()
+    host: str = "127.0.0.1"
+    port: int = 9464
+    token_files: tuple[Path, ...] = ()
+    import_interval: timedelta = timedelta(minutes=5)
+    evaluate_interval: timedelta = timedelta(minutes=15)
+    alerts_interval: timedelta = timedelta(minutes=5)
+    review_interval: timedelta = timedelta(hours=1)
+    settle: timedelta = timedelta(seconds=30)
+    live_sources: tuple[tuple[LiveSource, timedelta], ...] = ()
+    review_schedule: ReviewSchedule = field(default_factory=MonthlyReview)
+
+
+class Service:
+    """Wire the warehouse, the jobs, the read model and the HTTP endpoints; `run()` until `stop` is set."""
+
+    def __init__(
+        self,
+        config: Config,
+        settings: ServeSettings,
+        *,
+        clock: Clock | None = None,
+        stop: threading.Event | None = None,
+        ready: threading.Event | None = None,
+        sleep: Callable[[float], None] | None = None,
+        extra_jobs: Callable[[Warehouse, Shared], Sequence[Job]] | None = None,
+        env: Mapping[str, str] | None = None,
+    ) -> None:
+        self.config = config
+        self.settings = settings
+        self.clock = clock or SystemClock()
+        self.stop = stop or threading.Event()
+        self.ready = ready or threading.Event()
+        self.sleep = sleep
+        self.extra_jobs = extra_jobs
+        self.metrics = ServiceMetrics()
+        self.tokens = load_tokens(list(settings.token_files), env)
+        self.lock = threading.RLock()
+        self.shared = Shared()
+        self.url: str | None = None
+        self.scheduler: Scheduler | None = None
+        self._wh: Warehouse | None = None
+        self._loop_alive = False
+
+    # -- the Controller the API calls --------------------------------------------------------------
+
+    def now(self) -> datetime:
+        return self.clock.now()
+
+    def act(self, request: Request) -> dict[str, Any]:
+        with self.lock:
+            if self._wh is None or self.stop.is_set():
+                raise ControlError("the service is shutting down", status=503)
+            entry = control_store.record(
+                self._wh,
+                request.actor,
+                request.action,
+                request.target,
+                at=self.now(),
+                until=request.until,
+                reason=request.reason,
+            )
+            if request.action == "review.trigger":
+                self.shared.review_requests.append(Month.parse(request.month) if request.month else None)
+                if self.scheduler is not None:
+                    self.scheduler.poke("review")
+            self._publish()
+        return {"action_id": entry.action_id, "action": entry.action, "target": entry.target, "actor": entry.actor}
+
+    # -- running -----------------------------------------------------------------------------------
+
+    def _jobs(self, wh: Warehouse) -> list[Job]:
+        s, shared, m = self.settings, self.shared, self.metrics
+        jobs: list[Job] = [
+            FolderImport(f"import:{d.name or d}", s.import_interval, [d], wh, shared, m, settle=s.settle)
+            for d in s.import_dirs
+        ]
+        jobs += [LiveCollect(src, interval, wh, shared, m) for src, interval in s.live_sources]
+        if self.extra_jobs is not None:
+            jobs += list(self.extra_jobs(wh, shared))
+        jobs += [
+            Evaluate(self.config, wh, shared, interval=s.evaluate_interval),
+            RaiseAlerts(self.config, wh, shared, m, interval=s.alerts_interval),
+            WriteReview(
+                self.config,
+                wh,
+                shared,
+                Path(self.config.resolve(self.config.reports.out_dir)),
+                s.review_schedule,
+                interval=s.review_interval,
+            ),
+        ]
+        return jobs
+
+    def _publish(self) -> None:
+        assert self._wh is not None
+        started = time.perf_counter()
+        model = snapshot(self._wh, now=self.now())
+        publish(model, self.settings.read_model)
+        self.metrics.publish_done(model, time.perf_counter() - started)
+
+    def _permanent(self, job: str, error: str, now: datetime) -> None:
+        """A job failed permanently: alert through the configured receivers (once per distinct error)."""
+        alert = Alert(
+            fingerprint=f"service-job-{job}-{abs(hash(error)) % 10**12}",
+            status="firing",
+            labels={"alertname": "GpuStewardJobFailing", "job": job, "severity": "warning"},
+            annotations={"summary": f"gpusteward job {job} is failing: {error}"},
+            starts_at=now,
+            ends_at=None,
+        )
+        deliver([alert], self.config)
+
+    def _count_action(self, action: str, status: int) -> None:
+        self.metrics.control_actions.labels(action, str(status)).inc()
+
+    def healthy(self) -> bool:
+        return self._loop_alive and not self.stop.is_set()
+
+    def run(self) -> None:
+        """Open the warehouse, serve HTTP, run the jobs until `stop`; then finish the current write and close."""
+        config = self.config
+        with open_warehouse(
+            config.resolve(config.warehouse.path),
+            threads=config.warehouse.threads,
+            memory_limit=config.warehouse.memory_limit,
+        ) as wh:
+            self._wh = wh
+            ctx = ApiContext(
+                self.metrics.registry, self.tokens, self, self.ready, self.healthy, on_action=self._count_action
+            )
+            server = make_server(ctx, self.settings.host, self.settings.port)
+            host, port = server.server_address[:2]
+            self.url = f"http://{host!s}:{port}"
+            thread = threading.Thread(target=server.serve_forever, name="gpusteward-http", daemon=True)
+            thread.start()
+            self.scheduler = Scheduler(
+                self._jobs(wh),
+                self.clock,
+                self.stop,
+                write_lock=self.lock,
+                sleep=self.sleep,
+                after_writes=self._publish,
+                on_permanent=self._permanent,
+                observer=self,
+            )
+            try:
+                with self.lock:
+                    self._publish()  # dashboards have something to read from the start
+                self._loop_alive = True
+                self.scheduler.run(self.ready)
+            finally:
+                self._loop_alive = False
+                server.shutdown()
+                server.server_close()
+                with self.lock:  # wait for a control action in flight
+                    self._wh = None
+        log.info("stopped at %s", datetime.fromtimestamp(epoch(self.now()), UTC).isoformat())
+
+    def job_finished(self, name: str, result: JobResult | None, seconds: float, error: str | None) -> None:
+        self.metrics.job_finished(name, result, seconds, error)
+        if error is None:
+            self.metrics.job_succeeded_at(name, self.now())
+
+
+def _duration(_ctx: click.Context, _param: click.Parameter, value: str) -> timedelta:
+    from gpusteward.durations import parse_duration
+
+    try:
+        return parse_duration(value)
+    except ValueError as exc:
+        raise click.BadParameter(str(exc)) from exc
+
+
+@click.command("serve")
+@click.option(
+    "--config",
+    "config_path",
+    type=click.Path(dir_okay=False, exists=True),
+    required=True,
+    help="Config file (what to evaluate, where the warehouse lives).",
+)
+@click.option(
+    "--import-dir",
+    "import_dirs",
+    multiple=True,
+    type=click.Path(file_okay=False),
+    help="Folder to import new files from (repeatable; each is its own source).",
+)
+@click.option(
+    "--read-model",
+    "read_model",
+    type=click.Path(file_okay=False),
+    default=None,
+    help="Folder the read model is published to (default: readmodel/ beside the warehouse).",
+)
+@click.option("--listen", default="127.0.0.1:9464", show_default=True, help="host:port of /metrics and the API.")
+@click.option(
+    "--tokens-file",
+    "token_files",
+    multiple=True,
+    type=click.Path(dir_okay=False, exists=True),
+    help="identity:token lines for the control API (also $GPUSTEWARD_API_TOKENS).",
+)
+@click.option(
+    "--interval",
+    "interval",
+    default="5m",
+    show_default=True,
+    callback=_duration,
+    help="How often collection and alert checks run.",
+)
+@click.option(
+    "--evaluate-every",
+    "evaluate_every",
+    default="15m",
+    show_default=True,
+    callback=_duration,
+    help="How often the evaluation (and quota plan) runs when new data arrived.",
+)
+def serve(  # noqa: PLR0917 - click passes options as keyword arguments
+    config_path: str,
+    import_dirs: tuple[str, ...],
+    read_model: str | None,
+    listen: str,
+    token_files: tuple[str, ...],
+    interval: timedelta,
+    evaluate_every: timedelta,
+) -> None:
+    """Run the service: collect, evaluate, alert, review; publish the read model; serve /metrics and the API."""
+    from gpusteward.config import load_config
+
+    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    config = load_config(config_path)
+    host, _, port = listen.rpartition(":")
+    settings = ServeSettings(
+        read_model=Path(read_model or Path(config.resolve(config.warehouse.path)).parent / "readmodel"),
+        import_dirs=tuple(Path(d) for d in import_dirs),
+        host=host or "127.0.0.1",
+        port=int(port),
+        token_files=tuple(Path(f) for f in token_files),
+        import_interval=interval,
+        alerts_interval=interval,
+        evaluate_interval=evaluate_every,
+    )
+    service = Service(config, settings)
+    for sig in (signal.SIGTERM, signal.SIGINT):
+        signal.signal(sig, lambda *_: service.stop.set())
+    threading.Thread(target=_announce, args=(service,), daemon=True).start()
+    service.run()
+
+
+def _announce(service: Service) -> None:
+    service.ready.wait()
+    click.echo(
+        f"gpusteward serve: {service.url}/metrics  read model: {service.settings.read_model}"
+        f"  control API tokens: {len(service.tokens)}"
+    )
+
+
+def serve_with_dashboard(config_path: str, settings: ServeSettings) -> None:
+    """`gpusteward demo --serve`: the service in this process, the dashboard beside it; both on loopback."""
+    from gpusteward.config import load_config
+    from service.dashboard import start_dashboard
+
+    service = Service(load_config(config_path), settings)
+    for sig in (signal.SIGTERM, signal.SIGINT):
+        signal.signal(sig, lambda *_: service.stop.set())
+    thread = threading.Thread(target=service.run, name="gpusteward-serve", daemon=True)
+    thread.start()
+    while not service.ready.wait(0.5):
+        if not thread.is_alive():
+            raise click.ClickException("the service stopped before it was ready; see the log above")
+    process, url = start_dashboard(None, config_path, read_model=str(settings.read_model), api_url=service.url)
+    click.echo(f"dashboard: {url}   service: {service.url}/metrics   (Ctrl-C to stop)")
+    try:
+        while thread.is_alive() and process.poll() is None:
+            thread.join(0.5)
+    finally:
+        service.stop.set()
+        process.terminate()
+        process.wait(timeout=15)
+        thread.join(timeout=60)

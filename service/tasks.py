@@ -1,0 +1,241 @@
+"""The service's built-in jobs: import from folders (or a live source), evaluate, raise alerts, write reviews.
+
+Each implements `service.jobs.Job`; the quota plan is computed and stored by the evaluation
+(`service.pipeline.evaluate`), so it is as fresh as the evaluation. Shared state between jobs (is
+there new data? which month is latest?) lives in `Shared`.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from datetime import datetime, timedelta
+from pathlib import Path
+from typing import Protocol
+
+from collectors.batch import CollectedBatch
+from collectors.files import read_file, sort_for_import
+from collectors.inference import WindowState
+from gpusteward.config import Config
+from gpusteward.domain import Month
+from gpusteward.errors import InputError
+from service.importer import expand
+from service.jobs import JobResult
+from service.metrics import ServiceMetrics
+from service.pipeline import evaluate, latest_month, raise_alerts, write_reviews
+from warehouse import Warehouse
+
+
+@dataclass
+class Shared:
+    """What the jobs tell each other; only touched under the scheduler's write lock."""
+
+    dirty: bool = True  # new rows since the last evaluation (True at start: evaluate once)
+    evaluated: set[str] = field(default_factory=set)  # months evaluated since the last new data
+    alerts_due: bool = False
+    review_requests: list[Month | None] = field(default_factory=list)  # None: the latest month
+
+
+class LiveSource(Protocol):
+    """A live collector (issue 3's scraper, issue 4's Slurm/Kubernetes pollers) as the service runs it."""
+
+    @property
+    def name(self) -> str: ...
+
+    def collect(self, now: datetime) -> CollectedBatch:
+        """One collection; raise TransientError to be retried with backoff, PermanentError to alert."""
+        ...
+
+
+@dataclass
+class FolderImport:
+    """Import files that appeared (or changed) in `folders` since the last run: one source per job."""
+
+    name: str
+    interval: timedelta
+    folders: Sequence[Path]
+    wh: Warehouse
+    shared: Shared
+    metrics: ServiceMetrics
+    settle: timedelta = timedelta(0)  # skip files modified this recently (still being written)
+    _seen: dict[str, tuple[float, int]] = field(default_factory=dict)
+    _state: WindowState = field(default_factory=WindowState)
+
+    def run(self, now: datetime) -> JobResult:  # noqa: ARG002 - files carry their own times
+        fresh = []
+        for path in expand([f for f in self.folders if f.exists()]):
+            try:
+                stat = path.stat()
+            except FileNotFoundError:
+                continue
+            signature = (stat.st_mtime, stat.st_size)
+            if self._seen.get(str(path)) == signature or time.time() - stat.st_mtime < self.settle.total_seconds():
+                continue
+            fresh.append((path, signature))
+        rows: dict[str, int] = {}
+        errors = []
+        for path in sort_for_import([p for p, _ in fresh]):
+            signature = dict(fresh)[path]
+            try:
+                batch = read_file(path, inference_state=self._state)
+                result = self.wh.ingest(str(path), batch.frames, [str(p) for p in batch.problems])
+            except (InputError, OSError) as exc:
+                errors.append(str(exc))
+                self.wh.record_failed_import(str(path), str(exc))
+            else:
+                for table, n in result.stored.items():
+                    rows[table] = rows.get(table, 0) + n
+            self._seen[str(path)] = signature
+        self.metrics.collection(self.name, ok=not errors)
+        if any(rows.values()):
+            self.shared.dirty = True
+        detail = f"{len(fresh)} files, {sum(rows.values())} rows" + (f", {len(errors)} failed" if errors else "")
+        return JobResult(wrote=bool(fresh), rows=rows, detail=detail)
+
+
+@dataclass
+class LiveCollect:
+    """Run a `LiveSource` on its interval and store what it returns as one batch."""
+
+    source: LiveSource
+    interval: timedelta
+    wh: Warehouse
+    shared: Shared
+    metrics: ServiceMetrics
+
+    @property
+    def name(self) -> str:
+        return f"collect:{self.source.name}"
+
+    def run(self, now: datetime) -> JobResult:
+        try:
+            batch = self.source.collect(now)
+        except Exception:
+            self.metrics.collection(self.source.name, ok=False)
+            raise
+        result = self.wh.ingest(batch.source, batch.frames, [str(p) for p in batch.problems])
+        self.metrics.collection(self.source.name, ok=True)
+        if any(result.stored.values()):
+            self.shared.dirty = True
+        return JobResult(wrote=True, rows=dict(result.stored), detail=f"{sum(result.stored.values())} rows")
+
+
+def months_to_evaluate(wh: Warehouse, now: datetime) -> list[Month]:
+    """The latest month with data, and the one before it during the first day of a month (late records)."""
+    try:
+        latest = latest_month(wh)
+    except LookupError:
+        return []
+    chosen = [latest]
+    if now - latest.start.replace(tzinfo=now.tzinfo) < timedelta(days=1) and latest.previous() in wh.data_months():
+        chosen.insert(0, latest.previous())
+    return chosen
+
+
+@dataclass
+class Evaluate:
+    """Evaluate (and plan quota for) the months with new data; skipped while nothing new arrived."""
+
+    config: Config
+    wh: Warehouse
+    shared: Shared
+    name: str = "evaluate"
+    interval: timedelta = timedelta(minutes=15)
+
+    def run(self, now: datetime) -> JobResult:
+        if not self.shared.dirty:
+            return JobResult(detail="no new data")
+        months = months_to_evaluate(self.wh, now)
+        for month in months:
+            evaluate(self.wh, self.config, month)
+        self.shared.dirty = False
+        self.shared.alerts_due = bool(months)
+        return JobResult(wrote=bool(months), detail=", ".join(str(m) for m in months))
+
+
+@dataclass
+class RaiseAlerts:
+    """Protection-line alerts of the latest evaluated month, recorded once, and one turn of the alert
+    engine and outbox (which retries failed deliveries itself, with its own backoff)."""
+
+    config: Config
+    wh: Warehouse
+    shared: Shared
+    metrics: ServiceMetrics
+    name: str = "alerts"
+    interval: timedelta = timedelta(minutes=5)
+
+    def run(self, now: datetime) -> JobResult:
+        months = self.wh.months()
+        if not months:
+            return JobResult(detail="nothing evaluated yet")
+        started = time.perf_counter()
+        run = raise_alerts(self.wh, self.config, self.wh.month_outputs(months[-1]), now)
+        attempts = run.tick.delivery.attempts
+        self.metrics.delivered({a.receiver: a.error is None for a in attempts}, time.perf_counter() - started)
+        self.shared.alerts_due = False
+        wrote = run.new > 0 or run.tick.stored > 0 or bool(attempts)
+        return JobResult(wrote=wrote, detail=f"{len(run.alerts)} alerts, {run.new} new, {len(attempts)} deliveries")
+
+
+class ReviewSchedule(Protocol):
+    """When the review is due (issue 8's service/schedule.py implements the configured cron)."""
+
+    def due(self, now: datetime, last: datetime | None) -> Month | None:
+        """The month to review now, or None."""
+        ...
+
+
+@dataclass
+class MonthlyReview:
+    """The default schedule: the previous month, once, from the first hour of a new month."""
+
+    def due(self, now: datetime, last: datetime | None) -> Month | None:
+        this = Month.of(now)
+        if last is not None and Month.of(last) == this:
+            return None
+        return this.previous()
+
+
+@dataclass
+class WriteReview:
+    """Write the review when the schedule says so, or when one was requested through the control API."""
+
+    config: Config
+    wh: Warehouse
+    shared: Shared
+    out_dir: Path
+    schedule: ReviewSchedule
+    name: str = "review"
+    interval: timedelta = timedelta(hours=1)
+    written: list[Path] = field(default_factory=list)
+    _last: datetime | None = None
+    on_written: Callable[[list[Path]], None] | None = None
+
+    def run(self, now: datetime) -> JobResult:
+        evaluated = self.wh.months()
+        wanted: list[Month] = []
+        scheduled = self.schedule.due(now, self._last)
+        if scheduled is not None and scheduled in evaluated:
+            wanted.append(scheduled)
+        while self.shared.review_requests:
+            requested = self.shared.review_requests.pop(0)
+            month = requested or (evaluated[-1] if evaluated else None)
+            if month is not None and month in evaluated and month not in wanted:
+                wanted.append(month)
+        for month in wanted:
+            paths = write_reviews(
+                self.wh,
+                self.config,
+                month,
+                self.out_dir,
+                formats=list(self.config.reports.formats),
+                langs=list(self.config.reports.languages),
+            )
+            self.written.extend(paths)
+            if self.on_written is not None:
+                self.on_written(paths)
+        if scheduled is not None and scheduled in evaluated:
+            self._last = now
+        return JobResult(detail=", ".join(str(m) for m in wanted) or "not due")

@@ -1,0 +1,118 @@
+"""A service run over a simulated day: the simulator's files appear as the fake clock passes them."""
+
+from __future__ import annotations
+
+import shutil
+import threading
+import urllib.request
+from dataclasses import dataclass, field
+from datetime import UTC, date, datetime, timedelta
+from pathlib import Path
+
+from gpusteward.clock import FakeClock
+from gpusteward.config import example_config_path, load_config
+from service.jobs import JobResult
+from service.serve import ServeSettings, Service
+from service.tasks import Shared
+from warehouse import Warehouse
+
+DAY = date(2026, 10, 2)
+START = datetime(2026, 10, 2, tzinfo=UTC)
+END = START + timedelta(days=1, minutes=30)
+TOKENS = "alice:alice-secret-token,bob:bob-secret-token"
+
+
+def available_at(path: Path) -> datetime:
+    """When a simulated file would exist: day files after their day; monthly and snapshot files at once."""
+    name = path.name.split(".")[0]
+    try:
+        day = date.fromisoformat(name)
+    except ValueError:
+        if name.startswith("assoc-"):
+            return datetime.strptime(name, "assoc-%Y%m%dT%H%M%SZ").replace(tzinfo=UTC)
+        return START
+    return datetime(day.year, day.month, day.day, tzinfo=UTC) + timedelta(days=1)
+
+
+@dataclass
+class Feeder:
+    """A job that copies the simulator's files into the watched folder once the clock passes them."""
+
+    staging: Path
+    target: Path
+    name: str = "feeder"
+    interval: timedelta = timedelta(minutes=10)
+    copied: list[str] = field(default_factory=list)
+
+    def run(self, now: datetime) -> JobResult:
+        for path in sorted(self.staging.rglob("*.*")):
+            rel = path.relative_to(self.staging)
+            if path.name == "manifest.json" or str(rel) in self.copied or available_at(path) > now:
+                continue
+            (self.target / rel).parent.mkdir(parents=True, exist_ok=True)
+            shutil.copyfile(path, self.target / rel)
+            self.copied.append(str(rel))
+        return JobResult()
+
+
+@dataclass
+class ServedDay:
+    service: Service
+    clock: FakeClock
+    thread: threading.Thread
+    day_done: threading.Event
+    root: Path
+    feeder: Feeder
+    reads: list[str] = field(default_factory=list)  # read-model versions the reader saw while the service wrote
+    read_errors: list[str] = field(default_factory=list)
+
+    @property
+    def base(self) -> str:
+        assert self.service.url is not None
+        return self.service.url
+
+    def get(self, path: str) -> tuple[int, str]:
+        try:
+            with urllib.request.urlopen(self.base + path, timeout=30) as response:
+                return response.status, response.read().decode()
+        except urllib.error.HTTPError as exc:
+            return exc.code, exc.read().decode()
+
+
+def start_service(root: Path, staging: Path) -> ServedDay:
+    """Start the service in a thread; its sleep advances a FakeClock until END, then waits in real time."""
+    root.mkdir(parents=True, exist_ok=True)
+    shutil.copyfile(example_config_path(), root / "gpusteward.toml")
+    config = load_config(root / "gpusteward.toml")
+    incoming = root / "incoming"
+    incoming.mkdir()
+    clock = FakeClock(START)
+    day_done = threading.Event()
+    feeder = Feeder(staging, incoming)
+    settings = ServeSettings(read_model=root / "readmodel", import_dirs=(incoming,), port=0, settle=timedelta(0))
+    holder: dict[str, Service] = {}
+
+    def sleep(seconds: float) -> None:
+        if clock.now() < END:
+            clock.advance(timedelta(seconds=max(seconds, 1.0)))
+            return
+        day_done.set()
+        scheduler = holder["service"].scheduler
+        assert scheduler is not None
+        scheduler.wait(min(seconds, 0.2))
+
+    def extra(_wh: Warehouse, _shared: Shared) -> list[Feeder]:
+        return [feeder]
+
+    service = Service(
+        config, settings, clock=clock, sleep=sleep, extra_jobs=extra, env={"GPUSTEWARD_API_TOKENS": TOKENS}
+    )
+    holder["service"] = service
+    thread = threading.Thread(target=service.run, name="service-under-test", daemon=True)
+    thread.start()
+    return ServedDay(service, clock, thread, day_done, root, feeder)
+
+
+def stop_service(served: ServedDay) -> None:
+    served.service.stop.set()
+    served.thread.join(timeout=60)

@@ -1,0 +1,154 @@
+"""Control actions (approve/reject plans, silence/acknowledge alerts, trigger reviews): audited writes.
+
+Every action is one row of `control_actions` (migration 006) with the caller's identity; the
+state a dashboard shows (a plan's decision, an alert's silence) is derived from those rows, so the
+audit trail and the state can never disagree.
+"""
+
+from __future__ import annotations
+
+import uuid
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from typing import Literal
+
+import duckdb
+import polars as pl
+
+from gpusteward import tables
+from gpusteward.tables import schema
+from warehouse.sql import run, scalar
+from warehouse.store import Warehouse
+
+Action = Literal["plan.approve", "plan.reject", "alert.silence", "alert.acknowledge", "review.trigger"]
+ACTIONS: tuple[Action, ...] = ("plan.approve", "plan.reject", "alert.silence", "alert.acknowledge", "review.trigger")
+
+CONTROL_ACTIONS = schema(
+    {
+        "action_id": pl.Utf8,
+        "acted_at": pl.Datetime("us"),
+        "actor": pl.Utf8,
+        "action": pl.Utf8,
+        "target": pl.Utf8,
+        "until_ts": pl.Datetime("us"),
+        "reason": pl.Utf8,
+    }
+)
+PLAN_DECISIONS = schema(
+    {"plan_id": pl.Utf8, "decision": pl.Utf8, "decided_by": pl.Utf8, "decided_at": pl.Datetime("us")}
+)
+ALERT_STATES = schema(
+    {
+        "fingerprint": pl.Utf8,
+        "silenced_until": pl.Datetime("us"),
+        "silenced_by": pl.Utf8,
+        "acknowledged_by": pl.Utf8,
+        "acknowledged_at": pl.Datetime("us"),
+    }
+)
+
+
+class ControlError(ValueError):
+    """The action cannot be taken: `status` is the HTTP status that says why (404, 409)."""
+
+    def __init__(self, message: str, *, status: int) -> None:
+        super().__init__(message)
+        self.status = status
+
+
+@dataclass(frozen=True)
+class ActionRecord:
+    action_id: str
+    at: datetime
+    actor: str
+    action: Action
+    target: str
+    until: datetime | None = None
+    reason: str | None = None
+
+
+def _naive(moment: datetime) -> datetime:
+    return moment.astimezone(UTC).replace(tzinfo=None) if moment.tzinfo else moment
+
+
+def _frame(wh: Warehouse, sql: str, target: pl.Schema) -> pl.DataFrame:
+    try:
+        frame = wh.connection.sql(sql).pl()  # same package: the warehouse lends its connection
+    except duckdb.CatalogException:  # a read-only file from before migration 006: no actions yet
+        return tables.empty(target)
+    return tables.conform(frame, target) if frame.height else tables.empty(target)
+
+
+def record(
+    wh: Warehouse,
+    actor: str,
+    action: Action,
+    target: str,
+    *,
+    at: datetime,
+    until: datetime | None = None,
+    reason: str | None = None,
+) -> ActionRecord:
+    """Check the action against the warehouse, then store it. Raises ControlError when it cannot be taken."""
+    if action not in ACTIONS:
+        raise ControlError(f"unknown action {action!r}", status=400)
+    if not actor:
+        raise ControlError("an action needs the caller's identity", status=400)
+    con = wh.connection
+    if action in ("plan.approve", "plan.reject"):
+        if not scalar(con, "SELECT count(*) FROM quota_plans WHERE plan_id = ?", [target]):
+            raise ControlError(f"no quota plan {target!r}", status=404)
+        decided = scalar(
+            con,
+            "SELECT action FROM control_actions WHERE target = ? AND action IN ('plan.approve', 'plan.reject')"
+            " ORDER BY acted_at DESC LIMIT 1",
+            [target],
+        )
+        if decided is not None:
+            raise ControlError(f"plan {target!r} was already decided ({decided})", status=409)
+    elif action in ("alert.silence", "alert.acknowledge"):
+        if not scalar(con, "SELECT count(*) FROM alerts WHERE fingerprint = ?", [target]):
+            raise ControlError(f"no alert {target!r}", status=404)
+        if action == "alert.silence" and (until is None or _naive(until) <= _naive(at)):
+            raise ControlError("a silence needs an end in the future", status=400)
+    entry = ActionRecord(uuid.uuid4().hex, _naive(at), actor, action, target, _naive(until) if until else None, reason)
+    run(
+        con,
+        "INSERT INTO control_actions VALUES (?, ?, ?, ?, ?, ?, ?)",
+        [entry.action_id, entry.at, entry.actor, entry.action, entry.target, entry.until, entry.reason],
+    )
+    return entry
+
+
+def actions(wh: Warehouse) -> pl.DataFrame:
+    """The audit trail, oldest first."""
+    return _frame(wh, "SELECT * FROM control_actions ORDER BY acted_at, action_id", CONTROL_ACTIONS)
+
+
+def plan_decisions(wh: Warehouse) -> pl.DataFrame:
+    """The decision on each decided plan (approved | rejected), who took it and when."""
+    sql = """
+    SELECT target AS plan_id, CASE action WHEN 'plan.approve' THEN 'approved' ELSE 'rejected' END AS decision,
+           actor AS decided_by, acted_at AS decided_at
+    FROM control_actions WHERE action IN ('plan.approve', 'plan.reject')
+    QUALIFY row_number() OVER (PARTITION BY target ORDER BY acted_at DESC, action_id) = 1
+    ORDER BY plan_id
+    """
+    return _frame(wh, sql, PLAN_DECISIONS)
+
+
+def alert_states(wh: Warehouse) -> pl.DataFrame:
+    """Per alert fingerprint: the latest silence's end and author, and the first acknowledgement."""
+    sql = """
+    WITH s AS (
+        SELECT target, until_ts, actor FROM control_actions WHERE action = 'alert.silence'
+        QUALIFY row_number() OVER (PARTITION BY target ORDER BY acted_at DESC, action_id) = 1
+    ), a AS (
+        SELECT target, actor, acted_at FROM control_actions WHERE action = 'alert.acknowledge'
+        QUALIFY row_number() OVER (PARTITION BY target ORDER BY acted_at, action_id) = 1
+    )
+    SELECT coalesce(s.target, a.target) AS fingerprint, s.until_ts AS silenced_until, s.actor AS silenced_by,
+           a.actor AS acknowledged_by, a.acted_at AS acknowledged_at
+    FROM s FULL OUTER JOIN a ON s.target = a.target ORDER BY fingerprint
+    """
+    return _frame(wh, sql, ALERT_STATES)
