@@ -33,6 +33,8 @@ _BATCHLIKE = frozenset(
     {Scenario.TRAINING, Scenario.FINE_TUNING, Scenario.EVALUATION, Scenario.BATCH_INFERENCE, Scenario.GENERAL_COMPUTE}
 )
 _ALL = frozenset(Scenario)
+_INFERENCE = frozenset({Scenario.ONLINE_INFERENCE})
+_INTERACTIVE = frozenset({Scenario.INTERACTIVE})
 
 INDICATORS: dict[str, Indicator] = {
     i.name: i
@@ -66,46 +68,144 @@ INDICATORS: dict[str, Indicator] = {
             "share of finished records that COMPLETED, per queue",
         ),
         Indicator(
+            "preemptions",
+            Unit.COUNT,
+            Direction.AT_MOST,
+            _BATCHLIKE,
+            "records that ended PREEMPTED or REQUEUED in the month, per queue",
+        ),
+        Indicator(
+            "preemption_rate",
+            Unit.RATIO,
+            Direction.AT_MOST,
+            _BATCHLIKE,
+            "preempted records / records that started in the month, per queue",
+        ),
+        Indicator(
+            "preempted_gpu_hours",
+            Unit.GPU_HOURS,
+            Direction.AT_MOST,
+            _BATCHLIKE,
+            "GPU-hours the preempted runs had held when they were stopped (work at risk), per queue",
+        ),
+        Indicator(
+            "recovery_time_p95",
+            Unit.DURATION,
+            Direction.AT_MOST,
+            _BATCHLIKE,
+            "95th percentile time from a preemption or failure back to running, per queue",
+        ),
+        Indicator(
+            "reproducible_share",
+            Unit.RATIO,
+            Direction.AT_LEAST,
+            frozenset({Scenario.FINE_TUNING}),
+            "share of records whose job fields carry every configured reproducibility key, per queue",
+        ),
+        Indicator(
+            "within_deadline",
+            Unit.RATIO,
+            Direction.AT_LEAST,
+            _BATCHLIKE,
+            "share of COMPLETED records that finished within the deadline of their submission, per queue",
+        ),
+        Indicator(
+            "completed_per_gpu_hour",
+            Unit.COUNT,
+            Direction.AT_LEAST,
+            _BATCHLIKE,
+            "throughput: COMPLETED records per GPU-hour held in the month, per queue",
+        ),
+        Indicator(
+            "gpu_efficiency",
+            Unit.RATIO,
+            Direction.AT_LEAST,
+            _BATCHLIKE,
+            "mean compute utilisation (0..1) of the GPU-minutes with data while allocated, per queue",
+        ),
+        Indicator(
+            "record_completeness",
+            Unit.RATIO,
+            Direction.AT_LEAST,
+            _BATCHLIKE,
+            "share of started records that carry eligible time, GPUs allocated and an end or running state",
+        ),
+        Indicator(
             "latency_p95",
             Unit.DURATION,
             Direction.AT_MOST,
-            frozenset({Scenario.ONLINE_INFERENCE}),
+            _INFERENCE,
             "95th percentile end-to-end request latency, per service",
         ),
         Indicator(
             "latency_p99",
             Unit.DURATION,
             Direction.AT_MOST,
-            frozenset({Scenario.ONLINE_INFERENCE}),
+            _INFERENCE,
             "99th percentile end-to-end request latency, per service",
+        ),
+        Indicator(
+            "ttft_p95",
+            Unit.DURATION,
+            Direction.AT_MOST,
+            _INFERENCE,
+            "95th percentile time to first token, per service",
         ),
         Indicator(
             "ttft_p99",
             Unit.DURATION,
             Direction.AT_MOST,
-            frozenset({Scenario.ONLINE_INFERENCE}),
+            _INFERENCE,
             "99th percentile time to first token, per service",
         ),
         Indicator(
             "error_rate",
             Unit.RATIO,
             Direction.AT_MOST,
-            frozenset({Scenario.ONLINE_INFERENCE}),
+            _INFERENCE,
             "share of requests that failed, per service",
+        ),
+        Indicator(
+            "availability",
+            Unit.RATIO,
+            Direction.AT_LEAST,
+            _INFERENCE,
+            "share of the service's 5-minute slots in which a replica answered and most requests succeeded",
+        ),
+        Indicator(
+            "throughput_rps",
+            Unit.COUNT,
+            Direction.AT_LEAST,
+            _INFERENCE,
+            "requests per second over the month, per service",
+        ),
+        Indicator(
+            "reserve_headroom_gpus",
+            Unit.COUNT,
+            Direction.AT_LEAST,
+            _INFERENCE,
+            "fewest GPUs available to inference minus the reserve line's minimum, per cluster (< 0: breached)",
         ),
         Indicator(
             "time_to_gpu_p95",
             Unit.DURATION,
             Direction.AT_MOST,
-            frozenset({Scenario.INTERACTIVE}),
+            _INTERACTIVE,
             "95th percentile time from submit to start of a session",
         ),
         Indicator(
             "idle_gpu_hours",
             Unit.GPU_HOURS,
             Direction.AT_MOST,
-            frozenset({Scenario.INTERACTIVE}),
+            _INTERACTIVE,
             "GPU-hours allocated but idle, per team",
+        ),
+        Indicator(
+            "sessions_not_reclaimed",
+            Unit.COUNT,
+            Direction.AT_MOST,
+            _INTERACTIVE,
+            "sessions that stayed idle past the idle limit or ran past the lifecycle limit, per team",
         ),
         Indicator(
             "share_over_entitlement",
@@ -113,6 +213,20 @@ INDICATORS: dict[str, Indicator] = {
             Direction.AT_MOST,
             _ALL,
             "GPU-hours used as a multiple of the team's entitled share (1.0 = exactly its share)",
+        ),
+        Indicator(
+            "jain_index",
+            Unit.RATIO,
+            Direction.AT_LEAST,
+            _ALL,
+            "Jain's fairness index over the teams' share_over_entitlement (1 = every team at the same multiple)",
+        ),
+        Indicator(
+            "telemetry_completeness",
+            Unit.RATIO,
+            Direction.AT_LEAST,
+            _ALL,
+            "share of a host's expected GPU-minutes that have telemetry",
         ),
     )
 }

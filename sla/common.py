@@ -15,10 +15,11 @@ from typing import Any
 import polars as pl
 
 from gpusteward.attribution import classify_jobs
-from gpusteward.config.schema import Config, SloConfig
+from gpusteward.config.schema import Config
 from gpusteward.domain import Scenario
 from gpusteward.durations import format_duration
 from gpusteward.indicators import INDICATORS, Direction
+from gpusteward.objectives import Objective, objective_for
 from gpusteward.tables import JOBS, conform
 from sla.inputs import EvaluationInputs
 from sla.results import SLA_RESULTS
@@ -65,15 +66,14 @@ def window_of(inputs: EvaluationInputs) -> Window:
     return Window(start, max(start, end))
 
 
-def slo_for(config: Config, scenario: Scenario | str, indicator: str) -> SloConfig | None:
-    """The first configured objective of `indicator` in `scenario`, if any."""
-    try:
-        sc = config.scenarios.get(Scenario(scenario))
-    except ValueError:
-        return None
-    if sc is None:
-        return None
-    return next((s for s in sc.slos if s.indicator == indicator), None)
+def slo_for(config: Config, scenario: Scenario | str, indicator: str) -> Objective | None:
+    """The objective of `indicator` in `scenario`: the configured one, else the built-in default, if any."""
+    return objective_for(config, scenario, indicator)
+
+
+def threshold_of(config: Config, scenario: Scenario | str, indicator: str) -> float | None:
+    found = objective_for(config, scenario, indicator)
+    return None if found is None else found.threshold
 
 
 def met(indicator: str, value: float | None, objective: float | None) -> bool | None:

@@ -14,10 +14,13 @@ import polars as pl
 from gpusteward.config.schema import Config
 from gpusteward.domain import Scenario
 from gpusteward.tables import conform
+from sla.capacity import ReserveEvaluator, TelemetryEvaluator
 from sla.fairness import FairnessEvaluator
 from sla.inference import OnlineInferenceEvaluator
 from sla.inputs import EvaluationInputs
 from sla.interactive import InteractiveEvaluator
+from sla.interruptions import InterruptionEvaluator
+from sla.outcomes import OutcomeEvaluator
 from sla.queues import QueueEvaluator
 from sla.results import SLA_RESULTS
 
@@ -68,9 +71,13 @@ def default_registry() -> EvaluatorRegistry:
     """A fresh registry holding the built-in evaluators."""
     registry = EvaluatorRegistry()
     registry.register("queues", QueueEvaluator())
+    registry.register("interruptions", InterruptionEvaluator())
+    registry.register("outcomes", OutcomeEvaluator())
     registry.register("online_inference", OnlineInferenceEvaluator())
+    registry.register("reserve", ReserveEvaluator())
     registry.register("interactive", InteractiveEvaluator())
     registry.register("fairness", FairnessEvaluator())
+    registry.register("telemetry", TelemetryEvaluator())
     return registry
 
 

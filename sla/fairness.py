@@ -1,9 +1,12 @@
 """Fairness evaluator: each team's GPU-hours as a multiple of its entitled share of the pool.
 
 share_over_entitlement = (team GPU-hours / GPU-hours of all configured teams) / entitled_share.
-1.0 means exactly its share. Without a configured objective (any scenario's `share_over_entitlement`
-SLO), the objective is DEFAULT_OBJECTIVE: a team may use a quarter more than its share before it
-counts as over.
+1.0 means exactly its share. jain_index, one row for the pool, is Jain's index over those
+multiples, (sum x)^2 / (n * sum x^2): 1 when every team uses the same multiple of its share, 1/n
+when one team uses everything; it has no objective unless one is configured.
+
+Without a configured objective (any scenario's `share_over_entitlement` SLO), the objective is
+DEFAULT_OBJECTIVE: a team may use a quarter more than its share before it counts as over.
 """
 
 from __future__ import annotations
@@ -14,7 +17,7 @@ import polars as pl
 
 from gpusteward.config.schema import Config
 from gpusteward.domain import UNATTRIBUTED, Scenario
-from sla.common import ALL_SCENARIOS, classified_jobs, fmt_ratio, result_row, results_frame, window_of
+from sla.common import ALL_SCENARIOS, classified_jobs, fmt_ratio, result_row, results_frame, slo_for, window_of
 from sla.inputs import EvaluationInputs
 from sla.usage import queue_usage
 
@@ -68,4 +71,13 @@ class FairnessEvaluator:
                 value=value, objective=objective, rows=int(records.get(name, 0)), completeness=completeness,
                 evidence=f"{evidence}; {pool}",
             ))
+        multiples = [r["value"] for r in rows if r["value"] is not None]
+        squares = sum(x * x for x in multiples)
+        jain = sum(multiples) ** 2 / (len(multiples) * squares) if multiples and squares > 0 else None
+        slo = next((o for o in (slo_for(config, s, "jain_index") for s in Scenario) if o is not None), None)
+        rows.append(result_row(
+            inputs, scenario=ALL_SCENARIOS, subject_kind="pool", subject="pool", indicator="jain_index", value=jain,
+            objective=slo.threshold if slo else None, rows=len(multiples), completeness=completeness,
+            evidence=f"over {len(multiples)} teams' share_over_entitlement; {pool}",
+        ))
         return results_frame(rows)

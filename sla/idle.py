@@ -21,8 +21,8 @@ from gpusteward.config.schema import Config, IdleConfig
 from gpusteward.domain import UNATTRIBUTED
 from gpusteward.tables import GPU_MINUTES, conform
 from sla.common import MINUTE, Window, classified_jobs, window_of, with_overlap
-from sla.inputs import EvaluationInputs
-from sla.results import IDLE_BY_JOB
+from sla.inputs import GPU_INVENTORY, EvaluationInputs
+from sla.results import IDLE_BY_GPU, IDLE_BY_JOB
 
 BUSY, IDLE, IDLE_HELD = "busy", "idle", "idle_held"
 _GPU = ("cluster", "host", "gpu")
@@ -129,3 +129,68 @@ def idle_by_job(
     )
     out = out.filter(pl.col("gpu_minutes") + pl.col("no_data_minutes") > 0).sort("cluster", "job_id")
     return out.select([pl.col(n).cast(t) for n, t in IDLE_BY_JOB.items() if n in out.columns])
+
+
+def idle_runs(gpu_minutes: pl.DataFrame, idle: IdleConfig) -> pl.DataFrame:
+    """Every idle run: cluster, host, gpu, job_id, start, minutes, held (any minute idle-held).
+
+    A run is consecutive idle or idle-held minutes of one GPU and job; a missing minute ends it.
+    """
+    states = minute_states(gpu_minutes, idle).filter(pl.col("state").is_in([IDLE, IDLE_HELD]))
+    states = states.sort(*_GPU, "ts")
+    new_run = (
+        (pl.col("cluster") != pl.col("cluster").shift(1))
+        | (pl.col("host") != pl.col("host").shift(1))
+        | (pl.col("gpu") != pl.col("gpu").shift(1))
+        | (pl.col("job_id") != pl.col("job_id").shift(1))
+        | ((pl.col("ts") - pl.col("ts").shift(1)) != pl.lit(MINUTE))
+    ).fill_null(True)
+    return (
+        states.with_columns(new_run.cum_sum().alias("_run"))
+        .group_by("_run")
+        .agg(
+            pl.col("cluster", "host", "gpu", "job_id").first(),
+            pl.col("ts").min().alias("start"),
+            pl.len().cast(pl.Int64).alias("minutes"),
+            (pl.col("state") == IDLE_HELD).any().alias("held"),
+        )
+        .drop("_run")
+        .sort(*_GPU, "start")
+    )
+
+
+def idle_by_gpu(inputs: EvaluationInputs, config: Config) -> pl.DataFrame:
+    """IDLE_BY_GPU: every inventory GPU's minutes in the window, each in exactly one category.
+
+    busy, idle and idle-held as for jobs; unallocated: a row with utilisation and no job; no data:
+    the minutes the inventory expects (from the later of the window start and first_seen) without a
+    row that has a utilisation value. A no-data minute is never idle, busy or unallocated.
+    """
+    window = window_of(inputs)
+    in_window = pl.col("ts").is_between(window.start, window.end, closed="left")
+    gm = conform(inputs.gpu_minutes, GPU_MINUTES).filter(in_window)
+    states = minute_states(gm, config.idle).group_by(*_GPU).agg(
+        (pl.col("state") == BUSY).sum().cast(pl.Int64).alias("busy_minutes"),
+        (pl.col("state") == IDLE).sum().cast(pl.Int64).alias("idle_minutes"),
+        (pl.col("state") == IDLE_HELD).sum().cast(pl.Int64).alias("idle_held_minutes"),
+    )
+    util = pl.coalesce(pl.col("gr_engine_active"), pl.col("gpu_util"))
+    free = gm.filter(pl.col("job_id").is_null() & util.is_not_null() & ~util.is_nan()).unique([*_GPU, "ts"])
+    free = free.group_by(*_GPU).agg(pl.len().cast(pl.Int64).alias("unallocated_minutes"))
+    inv = conform(inputs.gpus, GPU_INVENTORY).unique(list(_GPU))
+    start = pl.max_horizontal(pl.col("first_seen").fill_null(pl.lit(window.start)), pl.lit(window.start))
+    expected = inv.select(
+        *_GPU, ((pl.lit(window.end) - start) / MINUTE).clip(lower_bound=0).cast(pl.Int64).alias("expected_minutes")
+    )
+    out = (
+        expected.join(states, on=list(_GPU), how="full", coalesce=True)
+        .join(free, on=list(_GPU), how="full", coalesce=True)
+        .with_columns(
+            pl.col("busy_minutes", "idle_minutes", "idle_held_minutes", "unallocated_minutes").fill_null(0),
+        )
+    )
+    seen = pl.sum_horizontal("busy_minutes", "idle_minutes", "idle_held_minutes", "unallocated_minutes")
+    out = out.with_columns(
+        pl.col("expected_minutes").fill_null(seen),
+    ).with_columns((pl.col("expected_minutes") - seen).clip(lower_bound=0).alias("no_data_minutes"))
+    return out.select([pl.col(n).cast(t) for n, t in IDLE_BY_GPU.items()]).sort(*_GPU)

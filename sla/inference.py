@@ -10,6 +10,7 @@ day (in the cluster's time zone) where breaches concentrate become evidence.
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
 import polars as pl
@@ -17,6 +18,7 @@ import polars as pl
 from gpusteward.config.schema import Config
 from gpusteward.domain import Scenario
 from gpusteward.tables import INFERENCE_WINDOWS, conform
+from sla.budget import budget_left, burn_rate
 from sla.common import Window, fmt_ratio, human_duration, result_row, results_frame, slo_for, window_of
 from sla.histogram import quantiles_of, summed_histograms
 from sla.inputs import EvaluationInputs
@@ -27,8 +29,10 @@ SLOT_S = 300
 _LATENCY = {
     "latency_p95": ("e2e", 0.95),
     "latency_p99": ("e2e", 0.99),
+    "ttft_p95": ("ttft", 0.95),
     "ttft_p99": ("ttft", 0.99),
 }
+_DOWN_ERROR_SHARE = 0.5  # a slot where at least this share of requests failed counts as unavailable
 
 BREACH_HOURS = pl.Schema(
     {
@@ -147,11 +151,10 @@ def window_budget_left(breached_share: float, target: float) -> float:
     """Error budget left when `target` of the windows must meet the objective: 1 - share / (1 - target).
 
     Never above 1; negative once more windows breached than the budget allowed. With a target of 1
-    there is no budget: any breach leaves 0.
+    there is no budget: any breach leaves 0. (sla.budget with the share as bad / total.)
     """
-    if target >= 1.0:
-        return 1.0 if breached_share == 0 else 0.0
-    return min(1.0, 1.0 - breached_share / (1.0 - target))
+    left = budget_left(breached_share, 1.0, target)
+    return 1.0 if left is None else left
 
 
 class OnlineInferenceEvaluator:
@@ -190,6 +193,7 @@ class OnlineInferenceEvaluator:
                     rows=s["rows"], completeness=completeness,
                 ))
             rows.append(self._error_row(inputs, config, s, completeness))
+        rows += availability_rows(inputs, config, frame, window)
         return results_frame(rows)
 
     def _latency_row(
@@ -208,6 +212,9 @@ class OnlineInferenceEvaluator:
             evidence += f"; {text}"
             if share is not None:
                 budget = window_budget_left(share, slo.target)
+                rate = burn_rate(share, 1.0, slo.target)
+                if rate is not None and not math.isinf(rate):
+                    evidence += f"; error budget burn rate {rate:.2f} over the month (target {fmt_ratio(slo.target)})"
         return result_row(
             inputs, scenario=Scenario.ONLINE_INFERENCE.value, subject_kind="service", subject=service,
             indicator=indicator, value=value, objective=slo.threshold if slo else None, rows=rows,
@@ -230,3 +237,44 @@ class OnlineInferenceEvaluator:
             indicator="error_rate", value=value, objective=slo.threshold if slo else None, rows=int(s["rows"]),
             completeness=completeness, evidence=evidence, budget_left=budget,
         )
+
+
+def availability_rows(
+    inputs: EvaluationInputs, config: Config, frame: pl.DataFrame, window: Window
+) -> list[dict[str, Any]]:
+    """availability and throughput_rps per service.
+
+    A service is expected in every 5-minute slot from its first window in the month to the window
+    end. A slot is up when at least one replica reported it and fewer than half its requests failed;
+    a slot where no replica reported counts as down (nothing answered the scrape).
+    """
+    per_slot = frame.group_by("service", "slot").agg(pl.col("requests").sum(), pl.col("errors").sum())
+    up = (pl.col("requests") <= 0) | (pl.col("errors").fill_null(0.0) < _DOWN_ERROR_SHARE * pl.col("requests"))
+    stats = per_slot.group_by("service").agg(
+        pl.len().alias("reported"),
+        up.fill_null(True).sum().alias("up"),
+        pl.col("slot").min().alias("first"),
+        pl.col("requests").sum(),
+    ).sort("service")
+    rows: list[dict[str, Any]] = []
+    scenario = Scenario.ONLINE_INFERENCE.value
+    for s in stats.iter_rows(named=True):
+        expected = max(1, int((window.end - s["first"]).total_seconds()) // SLOT_S)
+        value = min(1.0, s["up"] / expected)
+        slo = slo_for(config, scenario, "availability")
+        rows.append(result_row(
+            inputs, scenario=scenario, subject_kind="service", subject=s["service"], indicator="availability",
+            value=value, objective=slo.threshold if slo else None, rows=int(s["reported"]),
+            completeness=s["reported"] / expected,
+            evidence=(f"{s['up']} of {expected} 5-minute slots up; {expected - s['reported']} without any replica "
+                      f"reporting, {s['reported'] - s['up']} with most requests failing"),
+        ))
+        rps = float(s["requests"] or 0.0) / (expected * SLOT_S)
+        slo = slo_for(config, scenario, "throughput_rps")
+        rows.append(result_row(
+            inputs, scenario=scenario, subject_kind="service", subject=s["service"], indicator="throughput_rps",
+            value=rps, objective=slo.threshold if slo else None, rows=int(s["reported"]),
+            completeness=s["reported"] / expected,
+            evidence=f"{float(s['requests'] or 0.0):,.0f} requests in {expected * SLOT_S / 3600:,.0f} hours",
+        ))
+    return rows

@@ -1,4 +1,10 @@
-"""Interactive evaluator: time to get a GPU (p95 of start - submit) and idle GPU-hours, per team."""
+"""Interactive evaluator, per team: time to get a GPU (p95 of start - submit), idle GPU-hours, and
+sessions not reclaimed.
+
+A session is not reclaimed when it held its GPUs past a limit: one idle run (sla.idle) longer than
+the idle limit, or a hold longer than the lifecycle limit (`scenarios.interactive.idle_limit`,
+`lifecycle_limit`; 2 h and 12 h by default). Only sessions that held GPUs in the window count.
+"""
 
 from __future__ import annotations
 
@@ -8,8 +14,18 @@ import polars as pl
 
 from gpusteward.config.schema import Config
 from gpusteward.domain import Scenario
-from sla.common import classified_jobs, human_duration, result_row, results_frame, slo_for, started_in, window_of
-from sla.idle import idle_by_job
+from gpusteward.objectives import interactive_limits
+from sla.common import (
+    classified_jobs,
+    human_duration,
+    result_row,
+    results_frame,
+    slo_for,
+    started_in,
+    window_of,
+    with_overlap,
+)
+from sla.idle import idle_by_job, idle_runs
 from sla.inputs import EvaluationInputs
 
 _SCENARIO = Scenario.INTERACTIVE.value
@@ -23,8 +39,48 @@ class InteractiveEvaluator:
         return frozenset({Scenario.INTERACTIVE})
 
     def evaluate(self, inputs: EvaluationInputs, config: Config) -> pl.DataFrame:
-        rows = self._time_to_gpu(inputs, config) + self._idle(inputs, config)
+        rows = self._time_to_gpu(inputs, config) + self._idle(inputs, config) + self._not_reclaimed(inputs, config)
         return results_frame(rows)
+
+    def _not_reclaimed(self, inputs: EvaluationInputs, config: Config) -> list[dict[str, Any]]:
+        window = window_of(inputs)
+        idle_limit, lifecycle = interactive_limits(config)
+        jobs = with_overlap(classified_jobs(inputs, config).filter(pl.col("scenario") == _SCENARIO), window)
+        jobs = jobs.filter(pl.col("held_s") > 0).with_columns(
+            pl.col("job_id").cast(pl.Utf8),
+            ((pl.min_horizontal(pl.col("end_time").fill_null(pl.lit(window.end)), pl.lit(window.end))
+              - pl.col("start_time")).dt.total_microseconds() / 1e6).alias("hold_s"),
+        )
+        gm = inputs.gpu_minutes.filter(pl.col("ts").is_between(window.start, window.end, closed="left"))
+        gm = gm.join(jobs.select("cluster", "job_id").unique(), on=["cluster", "job_id"], how="semi")
+        runs = idle_runs(gm, config.idle).group_by("cluster", "job_id").agg(pl.col("minutes").max().alias("idle_max"))
+        sessions = jobs.join(runs, on=["cluster", "job_id"], how="left").with_columns(
+            (pl.col("idle_max").fill_null(0) * 60 > idle_limit.total_seconds()).alias("_idle"),
+            (pl.col("hold_s") > lifecycle.total_seconds()).alias("_life"),
+        )
+        stats = sessions.group_by("team").agg(
+            pl.len().alias("n"),
+            (pl.col("_idle") | pl.col("_life")).sum().alias("bad"),
+            pl.col("_idle").sum().alias("idle"),
+            pl.col("_life").sum().alias("life"),
+            pl.col("job_id").filter(pl.col("_idle") | pl.col("_life")).sort().first().alias("example"),
+        ).sort("team")
+        slo = slo_for(config, _SCENARIO, "sessions_not_reclaimed")
+        rows: list[dict[str, Any]] = []
+        for s in stats.iter_rows(named=True):
+            evidence = (
+                f"{s['bad']} of {s['n']} sessions kept GPUs past a limit: {s['idle']} idle longer than "
+                f"{human_duration(idle_limit.total_seconds())}, {s['life']} held longer than "
+                f"{human_duration(lifecycle.total_seconds())}"
+            )
+            if s["example"] is not None:
+                evidence += f"; e.g. job {s['example']}"
+            rows.append(result_row(
+                inputs, scenario=_SCENARIO, subject_kind="team", subject=s["team"], indicator="sessions_not_reclaimed",
+                value=float(s["bad"]), objective=slo.threshold if slo else None, rows=int(s["n"]), completeness=1.0,
+                evidence=evidence,
+            ))
+        return rows
 
     def _time_to_gpu(self, inputs: EvaluationInputs, config: Config) -> list[dict[str, Any]]:
         window = window_of(inputs)

@@ -11,8 +11,9 @@ import polars as pl
 from gpusteward.config.schema import Config
 from sla.completeness import completeness
 from sla.evaluator import EvaluatorRegistry, evaluate
-from sla.idle import idle_by_job
+from sla.idle import idle_by_gpu, idle_by_job
 from sla.inputs import EvaluationInputs
+from sla.ledger import ledger
 from sla.outputs import MonthOutputs
 from sla.protection import protection_episodes
 from sla.results import QUOTA_PLAN_ITEMS
@@ -30,4 +31,6 @@ def evaluate_month(
         usage=usage_by_team(queue_usage(inputs, config)),
         completeness=completeness(inputs),
         plan_items=pl.DataFrame(schema=QUOTA_PLAN_ITEMS),
+        ledger=ledger(inputs, config),
+        gpu_states=idle_by_gpu(inputs, config),
     )

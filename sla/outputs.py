@@ -2,11 +2,20 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import polars as pl
 
 from gpusteward.domain import Month
+from sla.results import IDLE_BY_GPU, LEDGER
+
+
+def _empty_ledger() -> pl.DataFrame:
+    return pl.DataFrame(schema=LEDGER)
+
+
+def _empty_gpu_states() -> pl.DataFrame:
+    return pl.DataFrame(schema=IDLE_BY_GPU)
 
 
 @dataclass(frozen=True)
@@ -14,7 +23,9 @@ class MonthOutputs:
     """Frames follow the schemas of sla/results.py.
 
     results: SLA_RESULTS; idle: IDLE_BY_JOB; episodes: BREACH_EPISODES; usage: USAGE;
-    completeness: COMPLETENESS; plan_items: QUOTA_PLAN_ITEMS of the month's latest plan (may be empty).
+    completeness: COMPLETENESS; plan_items: QUOTA_PLAN_ITEMS of the month's latest plan (may be empty);
+    ledger: LEDGER; gpu_states: IDLE_BY_GPU. The last two default to empty frames, so that readers of
+    stored months written before they existed still build a MonthOutputs.
     """
 
     month: Month
@@ -24,3 +35,5 @@ class MonthOutputs:
     usage: pl.DataFrame
     completeness: pl.DataFrame
     plan_items: pl.DataFrame
+    ledger: pl.DataFrame = field(default_factory=_empty_ledger)
+    gpu_states: pl.DataFrame = field(default_factory=_empty_gpu_states)

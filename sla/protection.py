@@ -38,7 +38,7 @@ def cluster_gpus(inputs: EvaluationInputs, config: Config, cluster: str) -> int:
     return inv.filter(pl.col("cluster") == cluster).select("host", "gpu").unique().height
 
 
-def _holders(jobs: pl.DataFrame, window: Window) -> pl.DataFrame:
+def holders(jobs: pl.DataFrame, window: Window) -> pl.DataFrame:
     """Non-inference GPU jobs with the minutes [first, last) they touch inside the window."""
     first = pl.max_horizontal(pl.col("start_time"), pl.lit(window.start)).dt.truncate("1m")
     end = pl.min_horizontal(pl.col("end_time").fill_null(pl.lit(window.end)), pl.lit(window.end))
@@ -55,16 +55,16 @@ def _holders(jobs: pl.DataFrame, window: Window) -> pl.DataFrame:
     )
 
 
-def held_per_minute(holders: pl.DataFrame, window: Window) -> pl.DataFrame:
-    """`ts`, `held`: GPUs held by `holders` in every minute of the window (a sweep over start/end events)."""
+def held_per_minute(held: pl.DataFrame, window: Window) -> pl.DataFrame:
+    """`ts`, `held`: GPUs held by the `held` jobs (from `holders`) in every minute of the window (a sweep)."""
     grid = pl.DataFrame({"ts": pl.datetime_range(window.start, window.end, "1m", closed="left", eager=True)})
     grid = grid.with_columns(pl.col("ts").cast(pl.Datetime("us")))
     if grid.height == 0:
         return grid.with_columns(pl.lit(0, dtype=pl.Int64).alias("held"))
     gpus = pl.col("gpus_allocated").cast(pl.Int64)
     events = pl.concat([
-        holders.select(pl.col("first").alias("ts"), gpus.alias("delta")),
-        holders.select(pl.col("last").alias("ts"), (-gpus).alias("delta")),
+        held.select(pl.col("first").alias("ts"), gpus.alias("delta")),
+        held.select(pl.col("last").alias("ts"), (-gpus).alias("delta")),
     ]).group_by("ts").agg(pl.col("delta").sum())
     return (
         grid.join(events, on="ts", how="left")
@@ -98,9 +98,9 @@ def _clock(moment: datetime) -> str:
     return moment.strftime("%m-%d %H:%M")
 
 
-def _evidence(holders: pl.DataFrame, jobs: pl.DataFrame, start: datetime, end: datetime, total: int) -> str:
+def _evidence(held: pl.DataFrame, jobs: pl.DataFrame, start: datetime, end: datetime, total: int) -> str:
     """Which jobs held the GPUs during the episode, biggest first, and which inference work was preempted."""
-    inside = holders.filter((pl.col("first") < end) & (pl.col("last") > start)).with_columns(
+    inside = held.filter((pl.col("first") < end) & (pl.col("last") > start)).with_columns(
         (
             (pl.min_horizontal("last", pl.lit(end)) - pl.max_horizontal("first", pl.lit(start))).dt.total_minutes()
             * pl.col("gpus_allocated")
@@ -136,14 +136,14 @@ def inference_reserve_episodes(inputs: EvaluationInputs, config: Config) -> pl.D
             # Without a GPU count the line cannot be checked; docs/evaluation.md says so.
             continue
         mine = jobs.filter(pl.col("cluster") == line.cluster)
-        holders = _holders(mine, window)
-        per_minute = held_per_minute(holders, window).with_columns((total - pl.col("held")).alias("available"))
+        held = holders(mine, window)
+        per_minute = held_per_minute(held, window).with_columns((total - pl.col("held")).alias("available"))
         for ep in _episodes(per_minute, line).iter_rows(named=True):
             rows.append({
                 "line": INFERENCE_RESERVE, "subject": line.cluster, "start": ep["start"], "end": ep["end"],
                 "minutes": ep["minutes"], "worst_value": ep["worst_value"], "threshold": float(line.min_gpus),
                 "severity": line.severity, "fallback": line.fallback,
-                "evidence": _evidence(holders, mine, ep["start"], ep["end"], total),
+                "evidence": _evidence(held, mine, ep["start"], ep["end"], total),
             })
     return pl.DataFrame(rows, schema=BREACH_EPISODES, orient="row").sort("line", "subject", "start")
 

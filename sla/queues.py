@@ -1,9 +1,15 @@
-"""Queue evaluator for the batch-like scenarios: queue wait (p50, p95, longest) and success rate.
+"""Queue evaluator for the batch-like scenarios: queue wait (p50, p95, longest), success rate and
+record completeness.
 
 Per queue ("<cluster>/<partition>") and scenario:
 - waits are start - eligible over the records that started in the window (percentiles are linear
-  interpolations between order statistics, as numpy and polars compute them);
-- success_rate is COMPLETED / records that ended in the window (running records have not ended).
+  interpolations between order statistics, as numpy and polars compute them); the same figures
+  per team (subject_kind `queue_team`, "<queue>:<team>") and per QOS, the priority class
+  (`queue_qos`, "<queue>:<qos>"), are breakdowns: they carry no objective of their own;
+- success_rate is COMPLETED / records that reached an outcome in the window: running records have
+  not ended, and PREEMPTED or REQUEUED records were interrupted (sla.interruptions counts them);
+- record_completeness is the share of started records carrying eligible time, GPUs allocated and,
+  once ended, an end state.
 """
 
 from __future__ import annotations
@@ -13,7 +19,7 @@ from typing import Any
 import polars as pl
 
 from gpusteward.config.schema import Config
-from gpusteward.domain import SUCCESS_STATES, Scenario
+from gpusteward.domain import INTERRUPTED_STATES, SUCCESS_STATES, Scenario
 from sla.common import (
     base_state,
     classified_jobs,
@@ -33,6 +39,9 @@ BATCH_LIKE = frozenset(
     {Scenario.TRAINING, Scenario.FINE_TUNING, Scenario.EVALUATION, Scenario.BATCH_INFERENCE, Scenario.GENERAL_COMPUTE}
 )
 _NOT_ENDED = ("RUNNING", "PENDING", "REQUEUE_HOLD", "SUSPENDED")
+_WAITS = ("queue_wait_p50", "queue_wait_p95", "queue_wait_max")
+# subject_kind -> the column a queue's waits are broken down by
+BREAKDOWNS = {"queue_team": "team", "queue_qos": "qos"}
 
 
 class QueueEvaluator:
@@ -46,12 +55,24 @@ class QueueEvaluator:
         window = window_of(inputs)
         jobs = classified_jobs(inputs, config).filter(pl.col("scenario").is_in([s.value for s in BATCH_LIKE]))
         jobs = jobs.with_columns(queue_name(), wait_seconds().alias("wait_s"), base_state().alias("base_state"))
+        started = jobs.filter(started_in(window))
+        outcome = ended_in(window) & ~pl.col("base_state").is_in([*_NOT_ENDED, *INTERRUPTED_STATES])
         rows: list[dict[str, Any]] = []
-        rows += self._waits(inputs, config, jobs.filter(started_in(window)))
-        rows += self._success(inputs, config, jobs.filter(ended_in(window) & ~pl.col("base_state").is_in(_NOT_ENDED)))
+        rows += self._waits(inputs, config, started)
+        for kind, column in BREAKDOWNS.items():
+            rows += self._waits(inputs, config, started, kind=kind, by=column)
+        rows += self._success(inputs, config, jobs.filter(outcome))
+        rows += self._records(inputs, config, started)
         return results_frame(rows)
 
-    def _waits(self, inputs: EvaluationInputs, config: Config, started: pl.DataFrame) -> list[dict[str, Any]]:
+    def _waits(
+        self, inputs: EvaluationInputs, config: Config, started: pl.DataFrame, *, kind: str = "queue",
+        by: str | None = None,
+    ) -> list[dict[str, Any]]:
+        if by is not None:
+            started = started.with_columns(
+                pl.concat_str(pl.col("queue"), pl.lit(":"), pl.col(by).fill_null("?")).alias("queue")
+            )
         stats = (
             started.group_by("queue", "scenario")
             .agg(
@@ -73,11 +94,10 @@ class QueueEvaluator:
                 f"{s['with_wait']} records started in the month; longest wait "
                 f"{human_duration(s['max'])} (job {s['worst_job']}, team {s['worst_team']})"
             )
-            for indicator, value in (("queue_wait_p50", s["p50"]), ("queue_wait_p95", s["p95"]),
-                                     ("queue_wait_max", s["max"])):
-                slo = slo_for(config, s["scenario"], indicator)
+            for indicator, value in zip(_WAITS, (s["p50"], s["p95"], s["max"]), strict=True):
+                slo = slo_for(config, s["scenario"], indicator) if by is None else None
                 rows.append(result_row(
-                    inputs, scenario=s["scenario"], subject_kind="queue", subject=s["queue"], indicator=indicator,
+                    inputs, scenario=s["scenario"], subject_kind=kind, subject=s["queue"], indicator=indicator,
                     value=value, objective=slo.threshold if slo else None, rows=int(s["with_wait"]),
                     completeness=completeness, evidence=evidence,
                 ))
@@ -111,5 +131,34 @@ class QueueEvaluator:
                 inputs, scenario=s["scenario"], subject_kind="queue", subject=s["queue"], indicator="success_rate",
                 value=value, objective=slo.threshold if slo else None, rows=int(known),
                 completeness=known / s["n"] if s["n"] else None, evidence=evidence,
+            ))
+        return rows
+
+    def _records(self, inputs: EvaluationInputs, config: Config, started: pl.DataFrame) -> list[dict[str, Any]]:
+        ended_without_state = pl.col("end_time").is_not_null() & pl.col("base_state").is_null()
+        complete = pl.col("eligible_time").is_not_null() & pl.col("gpus_allocated").is_not_null() & ~ended_without_state
+        stats = (
+            started.group_by("queue", "scenario")
+            .agg(
+                pl.len().alias("n"),
+                complete.sum().alias("complete"),
+                pl.col("eligible_time").is_null().sum().alias("no_eligible"),
+                pl.col("gpus_allocated").is_null().sum().alias("no_gpus"),
+                ended_without_state.sum().alias("no_state"),
+            )
+            .sort("scenario", "queue")
+        )
+        rows: list[dict[str, Any]] = []
+        for s in stats.iter_rows(named=True):
+            value = s["complete"] / s["n"] if s["n"] else None
+            slo = slo_for(config, s["scenario"], "record_completeness")
+            evidence = (
+                f"{s['complete']} of {s['n']} started records complete; missing eligible time {s['no_eligible']}, "
+                f"GPUs allocated {s['no_gpus']}, end state {s['no_state']}"
+            )
+            rows.append(result_row(
+                inputs, scenario=s["scenario"], subject_kind="queue", subject=s["queue"],
+                indicator="record_completeness", value=value, objective=slo.threshold if slo else None,
+                rows=int(s["n"]), completeness=1.0 if s["n"] else None, evidence=evidence,
             ))
         return rows

@@ -88,3 +88,36 @@ COMPLETENESS = schema(
         "detail": pl.Utf8,  # e.g. the longest gap: host, GPUs, from, to
     }
 )
+
+IDLE_BY_GPU = schema(
+    {
+        "cluster": pl.Utf8,
+        "host": pl.Utf8,
+        "gpu": pl.Int16,
+        "expected_minutes": pl.Int64,  # minutes the inventory expects the GPU to report in the window
+        "busy_minutes": pl.Int64,
+        "idle_minutes": pl.Int64,
+        "idle_held_minutes": pl.Int64,
+        "unallocated_minutes": pl.Int64,  # reported with no job holding the GPU
+        "no_data_minutes": pl.Int64,  # expected - the four above: never idle, busy or unallocated
+    }
+)
+
+LEDGER = schema(
+    {
+        "ts": TS,  # when it happened
+        "action": pl.Utf8,  # preemption | requeue | scale_up | scale_down | reclaim
+        "cluster": pl.Utf8,
+        "job_id": pl.Int64,  # the job that lost (or, for scale_up, gained) GPUs
+        "team": pl.Utf8,
+        "scenario": pl.Utf8,
+        "gpus": pl.Int32,
+        "gpu_hours_held": pl.Float64,  # GPU-hours the run had held when it stopped (the most work at risk)
+        "gpu_hours_lost": pl.Float64,  # work lost since the last checkpoint; null when the records do not say
+        "gained_job_id": pl.Int64,  # who got the GPUs: the job that started on the same nodes right after
+        "gained_team": pl.Utf8,
+        "gained_scenario": pl.Utf8,
+        "reason": pl.Utf8,
+        "evidence": pl.Utf8,
+    }
+)

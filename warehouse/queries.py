@@ -14,6 +14,7 @@ from gpusteward.tables import schema
 from sla import results
 from sla.inputs import GPU_INVENTORY, EvaluationInputs
 from sla.outputs import MonthOutputs
+from warehouse.ledger import month_gpu_states, month_ledger
 from warehouse.sql import run, scalar
 
 USER_TABLES = (
@@ -32,6 +33,8 @@ USER_TABLES = (
     "quota_plans",
     "quota_plan_items",
     "alerts",
+    "ledger",
+    "gpu_states",
 )
 _TIME_COLUMN = {
     "gpu_minutes": "ts",
@@ -169,6 +172,8 @@ def month_outputs(con: duckdb.DuckDBPyConnection, month: Month) -> MonthOutputs:
         usage=_month_frame(con, "usage", month, results.USAGE),
         completeness=_month_frame(con, "completeness", month, results.COMPLETENESS),
         plan_items=plan_items,
+        ledger=month_ledger(con, month),
+        gpu_states=month_gpu_states(con, month),
     )
 
 

@@ -103,6 +103,8 @@ class Warehouse:
             "breach_episodes": outputs.episodes,
             "usage": outputs.usage,
             "completeness": outputs.completeness,
+            "ledger": outputs.ledger,
+            "gpu_states": outputs.gpu_states,
         }
         con = self._con
         run(con, "BEGIN TRANSACTION")

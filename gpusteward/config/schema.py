@@ -76,8 +76,16 @@ class SloConfig:
 @dataclass(frozen=True)
 class ScenarioConfig:
     slos: list[SloConfig] = opt([], "objectives of the scenario")
-    idle_limit: timedelta | None = opt(None, "interactive: idle time after which a session should be reclaimed")
-    lifecycle_limit: timedelta | None = opt(None, "interactive: longest a session may hold GPUs")
+    defaults: bool = opt(True, "add the built-in objectives (docs/evaluation.md#defaults) for indicators slos omits")
+    idle_limit: timedelta | None = opt(None, "interactive: idle time after which a session should be reclaimed (2h)")
+    lifecycle_limit: timedelta | None = opt(None, "interactive: longest a session may hold GPUs (12h)")
+    deadline: timedelta | None = opt(None, "batch_inference: a record should complete this long after submit (24h)")
+    reproducibility_fields: list[str] = opt(
+        ["comment"], "fine_tuning: job record fields searched for the reproducibility keys (comment, name)"
+    )
+    reproducibility_keys: list[str] = opt(
+        ["base_model", "dataset", "seed"], "fine_tuning: keys (key=value) a record must carry to be reproducible"
+    )
 
 
 @dataclass(frozen=True)

@@ -3,10 +3,18 @@
 from __future__ import annotations
 
 from collections.abc import Callable
+from datetime import timedelta
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
-from gpusteward.config.schema import Config
-from gpusteward.indicators import INDICATORS
+import polars as pl
+
+from gpusteward.config.schema import Config, ScenarioConfig, SloConfig
+from gpusteward.domain import Scenario
+from gpusteward.indicators import INDICATORS, Unit
+from gpusteward.tables import JOBS
+
+_TEXT_JOB_FIELDS = frozenset(name for name, dtype in JOBS.items() if dtype == pl.Utf8)
+_MULTIPLES = frozenset({"share_over_entitlement"})
 
 
 def _zone_ok(name: str) -> bool:
@@ -44,18 +52,57 @@ def _teams_and_rules(config: Config) -> list[str]:
     return problems
 
 
+def _slo(path: str, scenario: Scenario, slo: SloConfig) -> list[str]:
+    problems = []
+    ind = INDICATORS.get(slo.indicator)
+    if ind is None:
+        problems.append(f"{path}.indicator: unknown indicator {slo.indicator!r}")
+    elif scenario not in ind.scenarios:
+        problems.append(f"{path}.indicator: {slo.indicator!r} does not apply to scenario {scenario.value!r}")
+    elif ind.unit is Unit.RATIO and slo.indicator not in _MULTIPLES and not 0.0 <= slo.threshold <= 1.0:
+        problems.append(f"{path}.threshold: {slo.indicator!r} is a fraction between 0 and 1, got {slo.threshold}")
+    elif ind.unit in (Unit.DURATION, Unit.GPU_HOURS) and slo.threshold < 0:
+        problems.append(f"{path}.threshold: expected a non-negative value, got {slo.threshold}")
+    if not 0.0 < slo.target <= 1.0:
+        problems.append(f"{path}.target: expected a fraction in (0, 1], got {slo.target}")
+    if slo.window <= timedelta(0):
+        problems.append(f"{path}.window: expected a positive duration")
+    return problems
+
+
+def _scenario_fields(path: str, scenario: Scenario, sc: ScenarioConfig) -> list[str]:
+    problems = []
+    only = {
+        "idle_limit": (Scenario.INTERACTIVE, sc.idle_limit),
+        "lifecycle_limit": (Scenario.INTERACTIVE, sc.lifecycle_limit),
+        "deadline": (Scenario.BATCH_INFERENCE, sc.deadline),
+    }
+    for name, (owner, value) in only.items():
+        if value is None:
+            continue
+        if scenario is not owner:
+            problems.append(f"{path}.{name}: only applies to scenario {owner.value!r}")
+        elif value <= timedelta(0):
+            problems.append(f"{path}.{name}: expected a positive duration")
+    for i, name in enumerate(sc.reproducibility_fields):
+        if name not in _TEXT_JOB_FIELDS:
+            choices = ", ".join(sorted(_TEXT_JOB_FIELDS))
+            problems.append(f"{path}.reproducibility_fields[{i}]: unknown job field {name!r} (one of {choices})")
+    return problems
+
+
 def _slos(config: Config) -> list[str]:
     problems = []
     for scenario, sc in config.scenarios.items():
+        base = f"scenarios.{scenario.value}"
+        seen: set[str] = set()
         for j, slo in enumerate(sc.slos):
-            path = f"scenarios.{scenario.value}.slos[{j}]"
-            ind = INDICATORS.get(slo.indicator)
-            if ind is None:
-                problems.append(f"{path}.indicator: unknown indicator {slo.indicator!r}")
-            elif scenario not in ind.scenarios:
-                problems.append(f"{path}.indicator: {slo.indicator!r} does not apply to scenario {scenario.value!r}")
-            if not 0.0 < slo.target <= 1.0:
-                problems.append(f"{path}.target: expected a fraction in (0, 1], got {slo.target}")
+            path = f"{base}.slos[{j}]"
+            if slo.indicator in seen:
+                problems.append(f"{path}.indicator: {slo.indicator!r} already has an objective in this scenario")
+            seen.add(slo.indicator)
+            problems.extend(_slo(path, scenario, slo))
+        problems.extend(_scenario_fields(base, scenario, sc))
     return problems
 
 

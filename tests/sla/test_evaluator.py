@@ -37,7 +37,9 @@ class PreemptionCounter:
 def test_default_registry_is_fresh_and_complete() -> None:
     first, second = default_registry(), default_registry()
     assert first is not second
-    assert first.names() == ["queues", "online_inference", "interactive", "fairness"]
+    assert first.names() == [
+        "queues", "interruptions", "outcomes", "online_inference", "reserve", "interactive", "fairness", "telemetry",
+    ]
     first.unregister("fairness")
     assert "fairness" in default_registry().names()
 

@@ -79,7 +79,8 @@ def test_breaches_at_peak_hours_say_so() -> None:
     assert "breaks most at 19:00-21:00 Asia/Shanghai (100.0% of those windows)" in p99["evidence"]
     assert "it breaks its latency objective at peak hours" in p99["evidence"]
     hours = breach_hours(inputs(windows=windows), cfg)
-    assert hours.filter(pl.col("breached") > 0)["hour"].to_list() == [19, 20]
+    p99_hours = hours.filter(pl.col("indicator") == "latency_p99")
+    assert p99_hours.filter(pl.col("breached") > 0)["hour"].to_list() == [19, 20]
     assert set(hours["timezone"].to_list()) == {"Asia/Shanghai"}
 
 

@@ -1,0 +1,144 @@
+"""Interruptions of batch-like work: preemptions, the GPU-hours they put at risk, and recovery time.
+
+Per queue and scenario, over the records that ended in the window:
+- preemptions: records that ended PREEMPTED or REQUEUED;
+- preemption_rate: preemptions / records that started in the window;
+- preempted_gpu_hours: gpus_allocated x the part of the preempted run inside the window. The work
+  lost is at most this: the records do not say when the job last checkpointed;
+- recovery_time_p95: for every preempted or failed record, the time from its end to the start of
+  the next run of the same work: the requeued record of the same job id, else the next record with
+  the same cluster, user and job name, submitted at or after the setback and within 6 hours of it (a
+  later one is new work, not a retry). Setbacks never run again are left out of the percentile and
+  lower `completeness`.
+"""
+
+from __future__ import annotations
+
+from datetime import timedelta
+from typing import Any
+
+import polars as pl
+
+from gpusteward.config.schema import Config
+from gpusteward.domain import FAILURE_STATES, INTERRUPTED_STATES, Scenario
+from sla.common import (
+    Window,
+    base_state,
+    classified_jobs,
+    ended_in,
+    human_duration,
+    result_row,
+    results_frame,
+    slo_for,
+    started_in,
+    window_of,
+    with_overlap,
+)
+from sla.inputs import EvaluationInputs
+from sla.queues import BATCH_LIKE
+from sla.usage import queue_name
+
+_SETBACK = [*INTERRUPTED_STATES, *FAILURE_STATES]
+
+
+RETRY_WITHIN = timedelta(hours=6)
+"""A record submitted later than this after a setback is new work, not a retry of it."""
+
+
+def _next_start(setbacks: pl.DataFrame, started: pl.DataFrame, by: list[str]) -> pl.Series:
+    """For each setback, the start of the first record sharing `by` submitted at or after its end (RETRY_WITHIN)."""
+    right = started.select(*by, "submit_time", pl.col("start_time").alias("_next")).drop_nulls(by).sort("submit_time")
+    left = setbacks.select(*by, "end_time", pl.int_range(pl.len()).alias("_i")).sort("end_time")
+    joined = left.join_asof(
+        right, left_on="end_time", right_on="submit_time", by=by, strategy="forward", tolerance=RETRY_WITHIN,
+        check_sortedness=False,
+    )
+    return joined.sort("_i")["_next"]
+
+
+def recoveries(jobs: pl.DataFrame, window: Window) -> pl.DataFrame:
+    """The setbacks (preempted or failed records ended in the window) with `recovered_at` and `recovery_s`."""
+    setbacks = jobs.filter(ended_in(window) & base_state().is_in(_SETBACK)).sort("end_time")
+    started = jobs.filter(pl.col("start_time").is_not_null())
+    same_job = _next_start(setbacks, started, ["cluster", "job_id"])
+    same_name = _next_start(setbacks, started, ["cluster", "user", "name"])
+    recovered = pl.coalesce(same_job, same_name).alias("recovered_at")
+    return setbacks.with_columns(recovered).with_columns(
+        ((pl.col("recovered_at") - pl.col("end_time")).dt.total_microseconds() / 1e6).alias("recovery_s")
+    )
+
+
+class InterruptionEvaluator:
+    """Built-in evaluator; registered in `default_registry()` like any add-on."""
+
+    @property
+    def scenarios(self) -> frozenset[Scenario]:
+        return BATCH_LIKE
+
+    def evaluate(self, inputs: EvaluationInputs, config: Config) -> pl.DataFrame:
+        window = window_of(inputs)
+        jobs = classified_jobs(inputs, config).filter(pl.col("scenario").is_in([s.value for s in BATCH_LIKE]))
+        jobs = with_overlap(jobs.with_columns(queue_name(), base_state().alias("base_state")), window)
+        preempted = jobs.filter(ended_in(window) & pl.col("base_state").is_in(list(INTERRUPTED_STATES)))
+        started = jobs.filter(started_in(window)).group_by("queue", "scenario").len("started")
+        pre = preempted.group_by("queue", "scenario").agg(
+            pl.len().alias("preemptions"),
+            (pl.col("gpus_allocated").fill_null(0) * pl.col("held_s") / 3600.0).sum().alias("gpu_hours"),
+            pl.col("gpus_allocated").is_null().sum().alias("no_gpus"),
+            pl.col("team").value_counts(sort=True, name="count").alias("teams"),
+        )
+        rec = recoveries(jobs, window).group_by("queue", "scenario").agg(
+            pl.len().alias("setbacks"),
+            pl.col("recovery_s").is_not_null().sum().alias("recovered"),
+            pl.col("recovery_s").quantile(0.95, interpolation="linear").alias("p95"),
+            pl.col("recovery_s").max().alias("max"),
+        )
+        stats = (
+            started.join(pre, on=["queue", "scenario"], how="full", coalesce=True)
+            .join(rec, on=["queue", "scenario"], how="full", coalesce=True)
+            .with_columns(pl.col("started", "preemptions", "setbacks", "recovered").fill_null(0))
+            .sort("scenario", "queue")
+        )
+        rows: list[dict[str, Any]] = []
+        for s in stats.iter_rows(named=True):
+            rows += self._rows(inputs, config, s)
+        return results_frame(rows)
+
+    def _rows(self, inputs: EvaluationInputs, config: Config, s: dict[str, Any]) -> list[dict[str, Any]]:
+        def row(
+            indicator: str, value: float | None, n: int, completeness: float | None, evidence: str
+        ) -> dict[str, Any]:
+            slo = slo_for(config, s["scenario"], indicator)
+            return result_row(
+                inputs, scenario=s["scenario"], subject_kind="queue", subject=s["queue"], indicator=indicator,
+                value=value, objective=slo.threshold if slo else None, rows=n, completeness=completeness,
+                evidence=evidence,
+            )
+
+        n_pre, started = int(s["preemptions"]), int(s["started"])
+        teams = ", ".join(f"{t['team']} {t['count']}" for t in sorted(
+            s["teams"] or [], key=lambda t: (-t["count"], str(t["team"]))
+        ))
+        who = f" (by team: {teams})" if teams else ""
+        hours = float(s["gpu_hours"] or 0.0)
+        rows = [
+            row("preemptions", float(n_pre), n_pre, 1.0, f"{n_pre} records ended PREEMPTED or REQUEUED{who}"),
+            row(
+                "preemption_rate", n_pre / started if started else None, started, 1.0 if started else None,
+                f"{n_pre} preempted of {started} records started in the month",
+            ),
+            row(
+                "preempted_gpu_hours", hours, n_pre,
+                (n_pre - int(s["no_gpus"] or 0)) / n_pre if n_pre else 1.0,
+                f"{hours:,.1f} GPU-hours held by preempted runs: the most work that was lost "
+                "(the records do not say when each job last checkpointed)",
+            ),
+        ]
+        setbacks, recovered = int(s["setbacks"]), int(s["recovered"])
+        if setbacks:
+            rows.append(row(
+                "recovery_time_p95", s["p95"], recovered, recovered / setbacks,
+                f"{recovered} of {setbacks} preempted or failed records ran again (same job id, or same user and "
+                f"job name); slowest back after {human_duration(s['max'])}",
+            ))
+        return rows

@@ -1,0 +1,174 @@
+"""What batch-like work delivered: efficiency while allocated, throughput, deadlines, reproducibility.
+
+Per queue and scenario:
+- gpu_efficiency (every batch-like scenario): the mean utilisation, as a ratio 0..1, of the
+  GPU-minutes with data while a job of the queue held the GPU (GR_ENGINE_ACTIVE when present, else
+  GPU_UTIL / 100). Minutes without telemetry are left out, never counted as 0; `completeness` is the
+  minutes with data / the allocated minutes the records expect;
+- completed_per_gpu_hour and within_deadline (batch_inference): COMPLETED records that ended in
+  the window per GPU-hour the queue held, and the share of them that ended within the deadline
+  (`scenarios.batch_inference.deadline`, 24 h by default) of their submission;
+- reproducible_share (fine_tuning): the share of records started in the window whose configured
+  job fields (`reproducibility_fields`) carry every `reproducibility_keys` key as `key=value` with
+  a non-empty value.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+import polars as pl
+
+from gpusteward.config.schema import Config
+from gpusteward.domain import SUCCESS_STATES, Scenario
+from gpusteward.objectives import deadline, reproducibility
+from gpusteward.tables import GPU_MINUTES, conform
+from sla.common import (
+    base_state,
+    classified_jobs,
+    ended_in,
+    fmt_ratio,
+    human_duration,
+    result_row,
+    results_frame,
+    slo_for,
+    started_in,
+    window_of,
+    with_overlap,
+)
+from sla.inputs import EvaluationInputs
+from sla.queues import BATCH_LIKE
+from sla.usage import queue_name
+
+_BATCH = Scenario.BATCH_INFERENCE.value
+_FINE_TUNING = Scenario.FINE_TUNING.value
+
+
+def utilisation() -> pl.Expr:
+    """Compute utilisation 0..1 of a GPU-minute: GR_ENGINE_ACTIVE when present, else GPU_UTIL / 100."""
+    return (
+        pl.when(pl.col("gr_engine_active").is_not_null())
+        .then(pl.col("gr_engine_active").cast(pl.Float64))
+        .otherwise(pl.col("gpu_util").cast(pl.Float64) / 100.0)
+    )
+
+
+def has_keys(fields: tuple[str, ...], keys: tuple[str, ...]) -> pl.Expr:
+    """True when the concatenated `fields` carry `key=<non-empty>` for every key."""
+    text = pl.concat_str([pl.col(f).fill_null("") for f in fields], separator=" ")
+    checks = [text.str.contains(rf"(^|[\s;,]){re.escape(k)}=[^\s;,]") for k in keys]
+    return pl.all_horizontal(checks) if checks else pl.lit(True)
+
+
+class OutcomeEvaluator:
+    """Built-in evaluator; registered in `default_registry()` like any add-on."""
+
+    @property
+    def scenarios(self) -> frozenset[Scenario]:
+        return BATCH_LIKE
+
+    def evaluate(self, inputs: EvaluationInputs, config: Config) -> pl.DataFrame:
+        window = window_of(inputs)
+        jobs = classified_jobs(inputs, config).filter(pl.col("scenario").is_in([s.value for s in BATCH_LIKE]))
+        jobs = with_overlap(jobs.with_columns(queue_name(), base_state().alias("base_state")), window)
+        rows = self._efficiency(inputs, config, jobs)
+        rows += self._batch(inputs, config, jobs.filter(pl.col("scenario") == _BATCH))
+        tuning = jobs.filter((pl.col("scenario") == _FINE_TUNING) & started_in(window))
+        rows += self._reproducible(inputs, config, tuning)
+        return results_frame(rows)
+
+    def _row(self, inputs: EvaluationInputs, config: Config, s: dict[str, Any], indicator: str, value: float | None,
+             *, n: int, completeness: float | None, evidence: str) -> dict[str, Any]:
+        slo = slo_for(config, s["scenario"], indicator)
+        return result_row(
+            inputs, scenario=s["scenario"], subject_kind="queue", subject=s["queue"], indicator=indicator,
+            value=value, objective=slo.threshold if slo else None, rows=n, completeness=completeness,
+            evidence=evidence,
+        )
+
+    def _efficiency(self, inputs: EvaluationInputs, config: Config, jobs: pl.DataFrame) -> list[dict[str, Any]]:
+        window = window_of(inputs)
+        held = jobs.filter(pl.col("held_s") > 0).with_columns(pl.col("job_id").cast(pl.Utf8))
+        # A requeued job has several records; its latest names the queue its minutes count for.
+        owner = held.sort("submit_time").group_by("cluster", "job_id").agg(pl.col("queue", "scenario").last())
+        expected = held.group_by("queue", "scenario").agg(
+            (pl.col("gpus_allocated").fill_null(0) * pl.col("held_s") / 60.0).sum().alias("expected")
+        )
+        gm = conform(inputs.gpu_minutes, GPU_MINUTES).filter(
+            pl.col("job_id").is_not_null() & pl.col("ts").is_between(window.start, window.end, closed="left")
+        )
+        per_job = gm.select("cluster", "job_id", utilisation().alias("u")).drop_nans("u").drop_nulls("u")
+        per_job = per_job.group_by("cluster", "job_id").agg(pl.col("u").sum().alias("u_sum"), pl.len().alias("n"))
+        stats = (
+            per_job.join(owner, on=["cluster", "job_id"], how="inner")
+            .group_by("queue", "scenario")
+            .agg(pl.col("u_sum").sum(), pl.col("n").sum())
+            .join(expected, on=["queue", "scenario"], how="full", coalesce=True)
+            .sort("scenario", "queue")
+        )
+        rows: list[dict[str, Any]] = []
+        for s in stats.iter_rows(named=True):
+            n = int(s["n"] or 0)
+            value = s["u_sum"] / n if n else None
+            exp = float(s["expected"] or 0.0)
+            rows.append(self._row(
+                inputs, config, s, "gpu_efficiency", value, n=n, completeness=min(1.0, n / exp) if exp else None,
+                evidence=f"mean utilisation {fmt_ratio(value)} over {n:,} GPU-minutes with data "
+                f"of {exp:,.0f} allocated",
+            ))
+        return rows
+
+    def _batch(self, inputs: EvaluationInputs, config: Config, jobs: pl.DataFrame) -> list[dict[str, Any]]:
+        window = window_of(inputs)
+        limit = deadline(config)
+        done = ended_in(window) & pl.col("base_state").is_in(list(SUCCESS_STATES))
+        turnaround = (pl.col("end_time") - pl.col("submit_time")).dt.total_microseconds() / 1e6
+        stats = (
+            jobs.group_by("queue", "scenario")
+            .agg(
+                (pl.col("gpus_allocated").fill_null(0) * pl.col("held_s") / 3600.0).sum().alias("gpu_hours"),
+                done.sum().alias("completed"),
+                (done & (turnaround <= limit.total_seconds())).sum().alias("in_time"),
+                turnaround.filter(done).max().alias("slowest"),
+            )
+            .sort("scenario", "queue")
+        )
+        rows: list[dict[str, Any]] = []
+        for s in stats.iter_rows(named=True):
+            completed, hours = int(s["completed"]), float(s["gpu_hours"])
+            rows.append(self._row(
+                inputs, config, s, "completed_per_gpu_hour", completed / hours if hours > 0 else None, n=completed,
+                completeness=1.0 if hours > 0 else None,
+                evidence=f"{completed} records COMPLETED in {hours:,.1f} GPU-hours held",
+            ))
+            share = s["in_time"] / completed if completed else None
+            rows.append(self._row(
+                inputs, config, s, "within_deadline", share, n=completed, completeness=1.0 if completed else None,
+                evidence=f"{s['in_time']} of {completed} completed within "
+                f"{human_duration(limit.total_seconds())} of submit; "
+                f"slowest {human_duration(s['slowest'])}",
+            ))
+        return rows
+
+    def _reproducible(self, inputs: EvaluationInputs, config: Config, jobs: pl.DataFrame) -> list[dict[str, Any]]:
+        fields, keys = reproducibility(config)
+        stats = (
+            jobs.with_columns(has_keys(fields, keys).alias("_ok"))
+            .group_by("queue", "scenario")
+            .agg(
+                pl.len().alias("n"),
+                pl.col("_ok").sum().alias("ok"),
+                pl.col("job_id").filter(~pl.col("_ok")).sort().first().alias("example"),
+            )
+            .sort("scenario", "queue")
+        )
+        rows: list[dict[str, Any]] = []
+        for s in stats.iter_rows(named=True):
+            n, ok = int(s["n"]), int(s["ok"])
+            evidence = f"{ok} of {n} records carry {', '.join(keys)} in {', '.join(fields)}"
+            if s["example"] is not None:
+                evidence += f"; e.g. job {s['example']} does not"
+            rows.append(self._row(inputs, config, s, "reproducible_share", ok / n if n else None, n=n,
+                                  completeness=1.0 if n else None, evidence=evidence))
+        return rows
