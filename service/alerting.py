@@ -4,37 +4,20 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from datetime import datetime
-from typing import Any
 
 from alerts.model import Alert
 from alerts.outbox import TickResult
 from alerts.silence import Silence, make_silence, parse_matcher
 from gpusteward.config import Config
-from gpusteward.config.alerting import AlertEngineConfig, OutboxConfig, SilenceConfig
 from warehouse import Warehouse
 
 
-def engine_config(config: Config) -> AlertEngineConfig:
-    """`alerts.engine` from the config once it carries one; the defaults until then."""
-    found = getattr(config.alerts, "engine", None)
-    return found if isinstance(found, AlertEngineConfig) else AlertEngineConfig()
-
-
-def outbox_config(config: Config) -> OutboxConfig:
-    found = getattr(config.alerts, "outbox", None)
-    return found if isinstance(found, OutboxConfig) else OutboxConfig()
-
-
 def configured_silences(config: Config, now: datetime) -> list[Silence]:
-    """`[[alerts.silences]]` from the config once it carries them."""
-    found: Sequence[Any] = getattr(config.alerts, "silences", ()) or ()
-    out = []
-    for s in found:
-        if isinstance(s, SilenceConfig):
-            out.append(
-                make_silence(s.matchers, s.starts_at or now, s.ends_at, comment=s.comment, created_by=s.created_by)
-            )
-    return out
+    """`[[alerts.silences]]` of the config as engine silences."""
+    return [
+        make_silence(s.matchers, s.starts_at or now, s.ends_at, comment=s.comment, created_by=s.created_by)
+        for s in config.alerts.silences
+    ]
 
 
 def stored_silences(wh: Warehouse, now: datetime | None = None) -> list[Silence]:
@@ -57,9 +40,9 @@ def run_alert_tick(wh: Warehouse, config: Config, alerts: Sequence[Alert], now: 
         WarehouseOutbox(wh),
         now,
         alerts,
-        engine=engine_config(config),
+        engine=config.alerts.engine,
         notifiers={n.name: n for n in notifiers},
         silences=[*configured_silences(config, now), *stored_silences(wh, now)],
-        outbox=outbox_config(config),
+        outbox=config.alerts.outbox,
         receivers=[r.name for r in config.alerts.receivers],
     )

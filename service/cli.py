@@ -14,6 +14,7 @@ from gpusteward.config import example_config_path, load_config
 from gpusteward.domain import Month
 from gpusteward.errors import ConfigError, StewardError
 from service.cli_alerts import alerts
+from service.cli_collect import collect
 from service.cli_options import (
     config_option,
     db_option,
@@ -25,6 +26,7 @@ from service.cli_options import (
     pick_month,
 )
 from service.cli_scheduler import scheduler
+from service.cli_simulate_serve import serve_fleet
 from service.serve import serve
 
 
@@ -291,6 +293,8 @@ def demo(out_dir: str, seed: int, days: int, nodes: int, serve: bool) -> None:
 cli.add_command(scheduler)
 cli.add_command(alerts)
 cli.add_command(serve)
+cli.add_command(collect)
+cli.add_command(serve_fleet)
 
 
 def main() -> None:

@@ -19,7 +19,7 @@ from alerts.model import Alert
 from alerts.silence import make_silence
 from gpusteward.domain import Month
 from gpusteward.durations import parse_duration
-from service.alerting import engine_config, run_alert_tick, stored_silences
+from service.alerting import run_alert_tick, stored_silences
 from service.cli_options import config_option, db_option, db_path_of, load, month_option, open_for_writing, pick_month
 
 if TYPE_CHECKING:
@@ -55,7 +55,7 @@ def alerts_list(config_path: str | None, db_path: str | None, month: Month | Non
     if state_json:
         state = EngineState.from_dict(json.loads(state_json))
         live = [t for t in state.alerts.values() if t.state != "resolved"]
-        click.echo(f"engine ({engine_config(config).mode}): {len(live)} pending or firing")
+        click.echo(f"engine ({config.alerts.engine.mode}): {len(live)} pending or firing")
         for t in sorted(live, key=lambda t: t.alert.starts_at):
             muted = f"  muted by {t.muted_by}" if t.muted_by else ""
             click.echo(
@@ -206,7 +206,7 @@ def alerts_send(config_path: str | None, db_path: str | None, month: Month | Non
         found = alerts_from_episodes(outputs.episodes, config, data_end=data_end)
         result = run_alert_tick(wh, config, found, datetime.now(UTC))
     delivery = result.delivery
-    mode = engine_config(config).mode
+    mode = config.alerts.engine.mode
     click.echo(
         f"{len(found)} alerts, {len(result.step.notifications)} notifications ({mode}), "
         f"{result.stored} queued, {delivery.delivered} delivered, {delivery.waiting} waiting"

@@ -19,14 +19,14 @@ def _naive(moment: datetime) -> datetime:
 
 def get_watermark(wh: Warehouse, source: str) -> datetime | None:
     """The exclusive end of what is stored for `source`, or None when nothing is."""
-    value = scalar(wh._con, "SELECT watermark FROM watermarks WHERE source = ?", [source])
+    value = scalar(wh.connection, "SELECT watermark FROM watermarks WHERE source = ?", [source])
     return value if isinstance(value, datetime) else None
 
 
 def set_watermark(wh: Warehouse, source: str, watermark: datetime) -> None:
     """Record that `source` is stored up to `watermark`; a watermark never moves backwards."""
     run(
-        wh._con,
+        wh.connection,
         "INSERT INTO watermarks VALUES (?, ?, now()::TIMESTAMP) ON CONFLICT (source) DO UPDATE SET"
         " watermark = greatest(watermarks.watermark, excluded.watermark), updated_at = excluded.updated_at",
         [source, _naive(watermark)],
@@ -34,5 +34,5 @@ def set_watermark(wh: Warehouse, source: str, watermark: datetime) -> None:
 
 
 def all_watermarks(wh: Warehouse) -> dict[str, datetime]:
-    rows = run(wh._con, "SELECT source, watermark FROM watermarks ORDER BY source")
+    rows = run(wh.connection, "SELECT source, watermark FROM watermarks ORDER BY source")
     return {str(source): mark for source, mark in rows}

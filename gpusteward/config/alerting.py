@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Literal
 
-from gpusteward.config.schema import opt, req
+from gpusteward.config.fields import opt, req
 
 
 @dataclass(frozen=True)

@@ -7,7 +7,7 @@ import difflib
 import tomllib
 import types
 import typing
-from datetime import timedelta
+from datetime import UTC, datetime, timedelta
 from enum import Enum
 from pathlib import Path
 from typing import Any
@@ -101,6 +101,8 @@ def _build(tp: Any, value: Any, path: str, problems: list[str]) -> Any:
 
 
 def _build_scalar(tp: Any, value: Any, path: str, problems: list[str]) -> Any:
+    if tp is datetime:
+        return _build_datetime(value, path, problems)
     if tp is timedelta:
         if isinstance(value, str):
             try:
@@ -138,6 +140,14 @@ def _build_scalar(tp: Any, value: Any, path: str, problems: list[str]) -> Any:
         problems.append(f"{path}: expected a string, got {_describe(value)}")
         return _INVALID
     raise TypeError(f"unsupported config type {tp!r} at {path}")
+
+
+def _build_datetime(value: Any, path: str, problems: list[str]) -> Any:
+    # TOML has datetimes of its own; one without an offset is taken as UTC.
+    if isinstance(value, datetime):
+        return value if value.tzinfo else value.replace(tzinfo=UTC)
+    problems.append(f"{path}: expected a TOML datetime such as 2026-11-01T08:00:00Z, got {_describe(value)}")
+    return _INVALID
 
 
 def _build_dataclass(tp: Any, value: Any, path: str, problems: list[str]) -> Any:

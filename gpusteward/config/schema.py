@@ -8,22 +8,11 @@ from __future__ import annotations
 
 from dataclasses import MISSING, dataclass, field
 from datetime import timedelta
-from typing import Any, Literal
+from typing import Literal
 
+from gpusteward.config.alerting import AlertEngineConfig, OutboxConfig, SilenceConfig
+from gpusteward.config.fields import opt, req
 from gpusteward.domain import Scenario
-
-
-def opt(default: Any, help: str) -> Any:
-    """An optional field with a default and its one-line help."""
-    if isinstance(default, list | dict):
-        factory = type(default)
-        return field(default_factory=lambda: factory(default), metadata={"help": help})
-    return field(default=default, metadata={"help": help})
-
-
-def req(help: str) -> Any:
-    """A required field and its one-line help."""
-    return field(metadata={"help": help})
 
 
 @dataclass(frozen=True)
@@ -116,8 +105,14 @@ class ProtectionConfig:
 @dataclass(frozen=True)
 class ReceiverConfig:
     name: str = req("receiver name, referenced by protection lines")
-    kind: Literal["webhook", "jsonl"] = req("webhook: POST JSON to url; jsonl: append to path")
-    url: str | None = opt(None, "webhook URL (kind webhook)")
+    kind: Literal["webhook", "jsonl", "alertmanager", "slack", "feishu", "dingtalk", "wecom"] = req(
+        "webhook: signed Alertmanager-style JSON to url; jsonl: append to path; alertmanager: its v2 API at url;"
+        " slack, feishu, dingtalk, wecom: the bot webhook at url (or url_env)"
+    )
+    url: str | None = opt(None, "URL of the webhook, Alertmanager or bot")
+    url_env: str | None = opt(
+        None, "environment variable holding the URL instead (bot URLs carry tokens); never printed"
+    )
     path: str | None = opt(None, "file to append alerts to (kind jsonl), relative to the config file")
     secret_env: str | None = opt(None, "environment variable holding the HMAC signing secret; never printed")
     timeout: timedelta = opt(timedelta(seconds=10), "delivery timeout")
@@ -126,6 +121,11 @@ class ReceiverConfig:
 @dataclass(frozen=True)
 class AlertsConfig:
     receivers: list[ReceiverConfig] = opt([], "where alerts go")
+    engine: AlertEngineConfig = opt(
+        AlertEngineConfig(), "the alert engine: for, grouping, repeat, inhibition, shadow mode"
+    )
+    outbox: OutboxConfig = opt(OutboxConfig(), "delivery retries of the persisted outbox")
+    silences: list[SilenceConfig] = opt([], "silences kept in the config (the control API adds its own)")
 
 
 @dataclass(frozen=True)

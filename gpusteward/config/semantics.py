@@ -110,8 +110,8 @@ def _alerts_and_lines(config: Config) -> list[str]:
     problems = []
     receiver_names = {r.name for r in config.alerts.receivers}
     for i, r in enumerate(config.alerts.receivers):
-        if r.kind == "webhook" and not r.url:
-            problems.append(f"alerts.receivers[{i}].url: a webhook receiver needs a url")
+        if r.kind != "jsonl" and not (r.url or r.url_env):
+            problems.append(f"alerts.receivers[{i}].url: a {r.kind} receiver needs a url (or url_env)")
         if r.kind == "jsonl" and not r.path:
             problems.append(f"alerts.receivers[{i}].path: a jsonl receiver needs a path")
     cluster_names = {c.name for c in config.clusters}

@@ -10,7 +10,8 @@ import pytest
 from click.testing import CliRunner
 
 from gpusteward.config import load_config
-from service.cli_alerts import alerts, run_alert_tick
+from service.alerting import run_alert_tick
+from service.cli_alerts import alerts
 from tests.alerts.outage import T0, observed
 from tests.alerts.server import Recorder, recording_server
 from warehouse import open_warehouse

@@ -76,7 +76,16 @@ def prometheus_url(sim_dir: Path, tmp_path_factory: pytest.TempPathFactory) -> I
         om.write_bytes(gzip.decompress(path.read_bytes()))
         # --max-block-duration is hidden and goes before `openmetrics` (see shared notes).
         subprocess.run(
-            [promtool, "tsdb", "create-blocks-from", "--max-block-duration=240h", "openmetrics", "-q", str(om), str(data)],
+            [
+                promtool,
+                "tsdb",
+                "create-blocks-from",
+                "--max-block-duration=240h",
+                "openmetrics",
+                "-q",
+                str(om),
+                str(data),
+            ],
             check=True,
             capture_output=True,
             timeout=300,

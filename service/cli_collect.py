@@ -1,0 +1,125 @@
+"""`gpusteward collect`: live dcgm-exporter scraping (`--once`) or a Prometheus-API backfill (`--from/--to`)."""
+
+from __future__ import annotations
+
+import sys
+from datetime import datetime
+from pathlib import Path
+
+import click
+
+from collectors.backfill import backfill
+from collectors.batch import CollectedBatch
+from collectors.promapi import CLOSED, LEFT_OPEN, PromApiError, PromClient, PromUnavailableError
+from collectors.scrape import Scraper, ScrapeSettings
+from collectors.targets import Target, load_file_sd, static_targets
+from gpusteward.errors import InputError
+from service.cli_options import config_option, db_option, load, open_for_writing
+from warehouse import Warehouse
+from warehouse.watermarks import get_watermark, set_watermark
+
+
+def _when(_ctx: click.Context, _param: click.Parameter, value: str | None) -> datetime | None:
+    if value is None:
+        return None
+    try:
+        moment = datetime.fromisoformat(value)
+    except ValueError as exc:
+        raise click.BadParameter(f"{value!r} is not an ISO date or time (2026-10-01 or 2026-10-01T12:00Z)") from exc
+    return moment
+
+
+def _store(wh: Warehouse, batch: CollectedBatch, source: str) -> dict[str, int]:
+    result = wh.ingest(source, batch.frames, [str(p) for p in batch.problems])
+    return result.stored
+
+
+@click.command("collect")
+@config_option
+@db_option
+@click.option("--once", is_flag=True, help="Scrape every target once and store what was read.")
+@click.option("--targets", "targets_file", type=click.Path(exists=True, dir_okay=False), help="file_sd JSON targets.")
+@click.option("--target", "addresses", multiple=True, help="host:port or URL of a dcgm-exporter (repeatable).")
+@click.option("--cluster", default="default", show_default=True, help="Cluster of targets without a cluster label.")
+@click.option("--timeout", "timeout_s", type=float, default=10.0, show_default=True, help="Per-target timeout, s.")
+@click.option("--prometheus", "prom_url", help="Prometheus-API base URL to backfill from (with --from/--to).")
+@click.option("--from", "start", callback=_when, help="Backfill start (ISO, UTC).")
+@click.option("--to", "end", callback=_when, help="Backfill end, exclusive (ISO, UTC).")
+@click.option("--selector", default="", help='Extra PromQL matchers, e.g. cluster="east".')
+@click.option(
+    "--windows",
+    type=click.Choice(["auto", CLOSED, LEFT_OPEN]),
+    default="auto",
+    show_default=True,
+    help="Range-window convention of the server (auto: read from its /metrics).",
+)
+def collect(  # noqa: PLR0917 - click passes options as keyword arguments
+    config_path: str | None,
+    db_path: str | None,
+    once: bool,
+    targets_file: str | None,
+    addresses: tuple[str, ...],
+    cluster: str,
+    timeout_s: float,
+    prom_url: str | None,
+    start: datetime | None,
+    end: datetime | None,
+    selector: str,
+    windows: str,
+) -> None:
+    """Collect GPU telemetry into the warehouse: scrape exporters once, or backfill a range from Prometheus."""
+    backfilling = prom_url is not None or start is not None or end is not None
+    if once == backfilling:
+        raise click.UsageError("give either --once (live scrape) or --prometheus URL --from ... --to ... (backfill)")
+    with open_for_writing(load(config_path), db_path) as wh:
+        if once:
+            _scrape_once(wh, targets_file, addresses, cluster, timeout_s)
+        else:
+            if prom_url is None or start is None or end is None:
+                raise click.UsageError("a backfill needs --prometheus, --from and --to")
+            _backfill(wh, prom_url, start, end, selector=selector, windows=windows, cluster=cluster)
+
+
+def _scrape_once(
+    wh: Warehouse, targets_file: str | None, addresses: tuple[str, ...], cluster: str, timeout_s: float
+) -> None:
+    targets: list[Target] = static_targets(addresses)
+    if targets_file:
+        try:
+            targets += load_file_sd(Path(targets_file))
+        except InputError as exc:
+            raise click.ClickException(str(exc)) from exc
+    if not targets:
+        raise click.UsageError("no targets: give --targets FILE or --target host:port")
+    scraper = Scraper(targets, settings=ScrapeSettings(timeout_s=timeout_s, default_cluster=cluster))
+    batch = scraper.collect(flush=True)
+    stored = _store(wh, batch, "scrape")
+    up = sum(1 for s in scraper.states.values() if s.up)
+    click.echo(f"scraped {up}/{len(targets)} targets; stored {stored.get('gpu_minutes', 0)} GPU-minutes")
+    for problem in batch.problems:
+        click.echo(f"  {problem}", err=True)
+    if up < len(targets):
+        sys.exit(1)
+
+
+def _backfill(
+    wh: Warehouse, url: str, start: datetime, end: datetime, *, selector: str, windows: str, cluster: str
+) -> None:
+    source = f"promapi:{url}" + (f"{{{selector}}}" if selector else "")
+    stored = 0
+    try:
+        with PromClient(url) as client:
+            convention = client.flavor() if windows == "auto" else windows
+            mark = get_watermark(wh, source)
+            chunks = backfill(
+                client, start, end, convention=convention, watermark=mark, selector=selector, default_cluster=cluster
+            )
+            with click.progressbar(length=1, label=f"backfill {source}", file=sys.stderr) as bar:
+                for chunk in chunks:
+                    bar.length = chunk.total
+                    stored += _store(wh, chunk.batch, source).get("gpu_minutes", 0)
+                    set_watermark(wh, source, chunk.end)
+                    bar.update(1)
+    except (PromApiError, PromUnavailableError) as exc:
+        raise click.ClickException(f"{exc} (stored so far is kept; run again to resume)") from exc
+    click.echo(f"stored {stored} GPU-minutes from {source}; watermark {get_watermark(wh, source)}")
