@@ -1,25 +1,32 @@
-"""Protection lines checked against what happened. This version has the inference reserve line.
+"""Protection lines checked against what happened: the ProtectionLine Protocol, its registry, and the
+inference reserve line (the other built-in lines live in sla/protection_*.py).
 
 Inference reserve: per cluster and minute, the GPUs available to online inference are the
 cluster's GPUs (config `clusters.gpus`, else the GPUs the inventory has seen there) minus the GPUs
 held by jobs of every other scenario. A job holds its GPUs in every minute its [start, end)
 touches (a running job until the end of the data): partial minutes count, because for that
-minute inference could not have had them. Consecutive minutes below `min_gpus` form an episode;
+minute inference could not have had them. Consecutive minutes below `min_gpus` (`peak_min_gpus`
+inside the line's peak window) form an episode;
 episodes shorter than the line's `for` are dropped.
 """
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from datetime import datetime
-from typing import Any
+from typing import Any, Protocol
 
 import polars as pl
 
 from gpusteward.config.schema import Config, InferenceReserveLine
 from gpusteward.domain import INTERRUPTED_STATES, Scenario
-from gpusteward.tables import TS
+from gpusteward.tables import TS, conform
 from sla.common import MINUTE, Window, base_state, classified_jobs, window_of
 from sla.inputs import EvaluationInputs
+from sla.protection_burn import BurnRateLine
+from sla.protection_common import peak_window, threshold_expr
+from sla.protection_preemption import InferencePreemptionLine, TrainingPreemptionLine
+from sla.protection_queues import InteractiveLimitsLine, QueueWaitLine
 from sla.results import BREACH_EPISODES
 
 INFERENCE_RESERVE = "inference_reserve"
@@ -75,9 +82,11 @@ def held_per_minute(held: pl.DataFrame, window: Window) -> pl.DataFrame:
 
 def _episodes(per_minute: pl.DataFrame, line: InferenceReserveLine) -> pl.DataFrame:
     """Runs of consecutive breaching minutes at least `for` long: start, end, minutes, worst."""
-    breach = per_minute.filter(pl.col("available") < line.min_gpus)
+    breach = per_minute.filter(pl.col("available") < pl.col("limit"))
     if breach.height == 0:
-        return pl.DataFrame(schema={"start": TS, "end": TS, "minutes": pl.Int64, "worst_value": pl.Float64})
+        return pl.DataFrame(
+            schema={"start": TS, "end": TS, "minutes": pl.Int64, "worst_value": pl.Float64, "threshold": pl.Float64}
+        )
     runs = breach.with_columns(
         ((pl.col("ts") - pl.col("ts").shift(1)) != pl.lit(MINUTE)).fill_null(True).cum_sum().alias("_run")
     )
@@ -88,6 +97,7 @@ def _episodes(per_minute: pl.DataFrame, line: InferenceReserveLine) -> pl.DataFr
             (pl.col("ts").max() + pl.duration(minutes=1)).alias("end"),
             pl.len().cast(pl.Int64).alias("minutes"),
             pl.col("available").min().cast(pl.Float64).alias("worst_value"),
+            pl.col("limit").max().alias("threshold"),
         )
         .filter(pl.col("minutes") * 60 >= line.for_.total_seconds())
         .sort("start")
@@ -137,17 +147,77 @@ def inference_reserve_episodes(inputs: EvaluationInputs, config: Config) -> pl.D
             continue
         mine = jobs.filter(pl.col("cluster") == line.cluster)
         held = holders(mine, window)
-        per_minute = held_per_minute(held, window).with_columns((total - pl.col("held")).alias("available"))
+        limit = threshold_expr(pl.col("ts"), line.min_gpus, peak_window(config, line.peak), line.peak_min_gpus)
+        per_minute = held_per_minute(held, window).with_columns(
+            (total - pl.col("held")).alias("available"), limit.alias("limit")
+        )
         for ep in _episodes(per_minute, line).iter_rows(named=True):
             rows.append({
                 "line": INFERENCE_RESERVE, "subject": line.cluster, "start": ep["start"], "end": ep["end"],
-                "minutes": ep["minutes"], "worst_value": ep["worst_value"], "threshold": float(line.min_gpus),
+                "minutes": ep["minutes"], "worst_value": ep["worst_value"], "threshold": ep["threshold"],
                 "severity": line.severity, "fallback": line.fallback,
                 "evidence": _evidence(held, mine, ep["start"], ep["end"], total),
             })
     return pl.DataFrame(rows, schema=BREACH_EPISODES, orient="row").sort("line", "subject", "start")
 
 
-def protection_episodes(inputs: EvaluationInputs, config: Config) -> pl.DataFrame:
-    """BREACH_EPISODES of every protection line this version checks."""
-    return inference_reserve_episodes(inputs, config)
+class ProtectionLine(Protocol):
+    """One kind of protection line: BREACH_EPISODES rows from one month's frames. Pure."""
+
+    @property
+    def name(self) -> str:
+        """The line kind, the `line` column of its episodes."""
+        ...
+
+    def episodes(self, inputs: EvaluationInputs, config: Config) -> pl.DataFrame:
+        """Rows in the BREACH_EPISODES schema, with evidence and the line's fallback."""
+        ...
+
+
+class InferenceReserve:
+    """Built-in line; registered in `default_lines()` like any add-on."""
+
+    name = INFERENCE_RESERVE
+
+    def episodes(self, inputs: EvaluationInputs, config: Config) -> pl.DataFrame:
+        return inference_reserve_episodes(inputs, config)
+
+
+class ProtectionRegistry:
+    """Named protection lines, run in registration order."""
+
+    def __init__(self) -> None:
+        self._lines: dict[str, ProtectionLine] = {}
+
+    def register(self, line: ProtectionLine) -> None:
+        if line.name in self._lines:
+            raise ValueError(f"a protection line named {line.name!r} is already registered")
+        self._lines[line.name] = line
+
+    def names(self) -> list[str]:
+        return list(self._lines)
+
+    def __iter__(self) -> Iterator[ProtectionLine]:
+        return iter(list(self._lines.values()))
+
+
+def default_lines() -> ProtectionRegistry:
+    """A fresh registry holding the built-in lines; importing this module registers nothing."""
+    registry = ProtectionRegistry()
+    for line in (
+        InferenceReserve(), InferencePreemptionLine(), TrainingPreemptionLine(), QueueWaitLine(),
+        InteractiveLimitsLine(), BurnRateLine(),
+    ):
+        registry.register(line)
+    return registry
+
+
+def protection_episodes(
+    inputs: EvaluationInputs, config: Config, *, registry: ProtectionRegistry | None = None
+) -> pl.DataFrame:
+    """BREACH_EPISODES of every registered protection line, in a fixed order."""
+    lines = registry if registry is not None else default_lines()
+    frames = [conform(line.episodes(inputs, config), BREACH_EPISODES) for line in lines]
+    if not frames:
+        return pl.DataFrame(schema=BREACH_EPISODES)
+    return pl.concat(frames).sort("line", "subject", "start", maintain_order=True)

@@ -12,6 +12,8 @@ from typing import Literal
 
 from gpusteward.config.alerting import AlertEngineConfig, OutboxConfig, SilenceConfig
 from gpusteward.config.fields import opt, req
+from gpusteward.config.protection import InferenceReserveLine as InferenceReserveLine  # noqa: PLC0414 - re-exported
+from gpusteward.config.protection import ProtectionConfig as ProtectionConfig  # noqa: PLC0414 - re-exported
 from gpusteward.domain import Scenario
 
 
@@ -82,24 +84,6 @@ class IdleConfig:
     util_below: float = opt(5.0, "a GPU-minute is idle when utilisation (percent) is below this")
     min_minutes: int = opt(30, "idle only counts in runs of at least this many minutes")
     held_memory_mib: float = opt(1024.0, "idle minutes with more GPU memory used than this are idle-held")
-
-
-@dataclass(frozen=True)
-class InferenceReserveLine:
-    cluster: str = req("cluster whose inference capacity is protected")
-    min_gpus: int = req("GPUs that must stay available to online inference")
-    for_: timedelta = opt(timedelta(minutes=10), "a breach must last this long before it alerts (key: for)")
-    severity: Literal["critical", "warning", "info"] = opt("critical", "alert severity")
-    fallback: str = opt(
-        "Pause or preempt low-priority training in the cluster until inference has its reserve back.",
-        "recommended action carried by the alert",
-    )
-    receivers: list[str] = opt([], "receiver names; empty means all receivers")
-
-
-@dataclass(frozen=True)
-class ProtectionConfig:
-    inference_reserve: list[InferenceReserveLine] = opt([], "minimum capacity kept for online inference")
 
 
 @dataclass(frozen=True)

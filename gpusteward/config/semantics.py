@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable
 from datetime import timedelta
+from typing import Any
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 import polars as pl
@@ -124,6 +126,44 @@ def _alerts_and_lines(config: Config) -> list[str]:
         problems.extend(
             f"{path}.receivers: unknown receiver {name!r}" for name in line.receivers if name not in receiver_names
         )
+    return problems + _protection_lines(config, cluster_names, receiver_names)
+
+
+def _protection_lines(config: Config, clusters: set[str], receivers: set[str]) -> list[str]:
+    """Peak windows parse, lines name known clusters, peak windows and receivers."""
+    prot = config.protection
+    problems: list[str] = []
+    peaks = {p.name for p in prot.peak_windows}
+    for i, peak in enumerate(prot.peak_windows):
+        path = f"protection.peak_windows[{i}]"
+        if not _zone_ok(peak.timezone):
+            problems.append(f"{path}.timezone: unknown time zone {peak.timezone!r}")
+        if peak.cron is not None and len(peak.cron.split()) != 5:
+            problems.append(f"{path}.cron: expected five fields (minute hour day-of-month month day-of-week)")
+        if peak.cron is None and not re.fullmatch(r"\d\d?:\d\d-\d\d?:\d\d", peak.hours):
+            problems.append(f"{path}.hours: expected HH:MM-HH:MM, got {peak.hours!r}")
+    kinds: list[tuple[str, list[Any]]] = [
+        ("inference_reserve", list(prot.inference_reserve)), ("training_preemption", list(prot.training_preemption)),
+        ("inference_preemption", list(prot.inference_preemption)), ("queue_wait", list(prot.queue_wait)),
+        ("interactive_limits", list(prot.interactive_limits)), ("burn_rate", list(prot.burn_rate)),
+    ]
+    for kind, lines in kinds:
+        for i, line in enumerate(lines):
+            path = f"protection.{kind}[{i}]"
+            checked = kind not in {"inference_reserve", "interactive_limits"} and hasattr(line, "cluster")
+            if checked and line.cluster not in clusters:
+                problems.append(f"{path}.cluster: unknown cluster {line.cluster!r}")
+            named = getattr(line, "peak", None)
+            if named is not None and named not in peaks:
+                problems.append(f"{path}.peak: unknown peak window {named!r}")
+            if kind != "inference_reserve":
+                unknown = [n for n in line.receivers if n not in receivers]
+                problems.extend(f"{path}.receivers: unknown receiver {n!r}" for n in unknown)
+    for i, br in enumerate(prot.burn_rate):
+        if br.indicator == "latency" and br.threshold is None:
+            problems.append(f"protection.burn_rate[{i}].threshold: a latency burn-rate line needs a threshold")
+        if not 0.0 < br.target < 1.0:
+            problems.append(f"protection.burn_rate[{i}].target: expected a share in (0, 1), got {br.target}")
     return problems
 
 

@@ -1,0 +1,151 @@
+"""What every protection line shares: peak-window masks, merging breach intervals into episodes,
+and the BREACH_EPISODES row.
+
+Kept free of any one line's rules, so an add-on line uses them the way the built-ins do.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from datetime import datetime, timedelta
+from typing import Any
+
+import polars as pl
+
+from gpusteward.config.protection import PeakWindow
+from gpusteward.config.schema import Config
+from gpusteward.tables import TS
+from sla.results import BREACH_EPISODES
+
+_DAYS = ("mon", "tue", "wed", "thu", "fri", "sat", "sun")
+_CRON_RANGES = ((0, 59), (0, 23), (1, 31), (1, 12), (0, 7))
+
+
+def _cron_field(text: str, lo: int, hi: int) -> set[int]:
+    """One cron field: `*`, `N`, `N-M`, lists and `/step`."""
+    values: set[int] = set()
+    for part in text.split(","):
+        body, _, step_text = part.partition("/")
+        step = int(step_text) if step_text else 1
+        if body == "*":
+            first, last = lo, hi
+        else:
+            a, _, b = body.partition("-")
+            first, last = int(a), int(b or a)
+        if not lo <= first <= last <= hi or step < 1:
+            raise ValueError(f"cron field {text!r}: expected values in {lo}..{hi}")
+        values.update(range(first, last + 1, step))
+    return values
+
+
+def parse_cron(spec: str) -> tuple[set[int], ...]:
+    """Five cron fields (minute hour day-of-month month day-of-week) as sets; 0 and 7 are Sunday."""
+    fields = spec.split()
+    if len(fields) != len(_CRON_RANGES):
+        raise ValueError(f"cron {spec!r}: expected five fields (minute hour day-of-month month day-of-week)")
+    sets = tuple(_cron_field(f, lo, hi) for f, (lo, hi) in zip(fields, _CRON_RANGES, strict=True))
+    if 7 in sets[4]:
+        sets[4].add(0)
+    return sets
+
+
+def parse_hours(text: str) -> tuple[int, int]:
+    """"HH:MM-HH:MM" as minutes of the day [start, end); end may be smaller (wraps past midnight)."""
+    try:
+        a, b = (p.strip() for p in text.split("-"))
+        (ah, am), (bh, bm) = (map(int, a.split(":")), map(int, b.split(":")))
+    except ValueError as exc:
+        raise ValueError(f"hours {text!r}: expected HH:MM-HH:MM") from exc
+    if not (0 <= ah <= 24 and 0 <= bh <= 24 and 0 <= am < 60 and 0 <= bm < 60):
+        raise ValueError(f"hours {text!r}: expected HH:MM-HH:MM")
+    return ah * 60 + am, bh * 60 + bm
+
+
+def in_peak(ts: pl.Expr, peak: PeakWindow) -> pl.Expr:
+    """True where the naive-UTC timestamps `ts` fall inside the peak window (local time)."""
+    local = ts.dt.replace_time_zone("UTC").dt.convert_time_zone(peak.timezone)
+    if peak.cron:
+        minute, hour, dom, month, dow = parse_cron(peak.cron)
+        return (
+            local.dt.minute().is_in(sorted(minute)) & local.dt.hour().is_in(sorted(hour))
+            & local.dt.day().is_in(sorted(dom)) & local.dt.month().is_in(sorted(month))
+            & (local.dt.weekday() % 7).is_in(sorted(dow))
+        )
+    start, end = parse_hours(peak.hours)
+    of_day = local.dt.hour().cast(pl.Int32) * 60 + local.dt.minute().cast(pl.Int32)
+    inside = (of_day >= start) & (of_day < end) if start <= end else (of_day >= start) | (of_day < end)
+    days = [_DAYS.index(d) + 1 for d in peak.days]
+    return inside & local.dt.weekday().is_in(days)
+
+
+def peak_window(config: Config, name: str | None) -> PeakWindow | None:
+    """The named peak window; None when the line names none (or an unknown one: validate reports it)."""
+    if name is None:
+        return None
+    return next((p for p in config.protection.peak_windows if p.name == name), None)
+
+
+def threshold_expr(ts: pl.Expr, base: float, peak: PeakWindow | None, peak_value: float | None) -> pl.Expr:
+    """The line's threshold at each timestamp: `peak_value` inside the peak window, `base` outside."""
+    if peak is None or peak_value is None:
+        return pl.lit(base, dtype=pl.Float64)
+    return pl.when(in_peak(ts, peak)).then(pl.lit(peak_value, pl.Float64)).otherwise(pl.lit(base, pl.Float64))
+
+
+def minute_runs(breaching: pl.DataFrame, keys: Iterable[str] = ()) -> pl.DataFrame:
+    """Runs of consecutive minutes (`ts`) per key: keys, start, end (last + 1 minute), minutes, and the
+    rows grouped as lists of every other column."""
+    by = list(keys)
+    if breaching.height == 0:
+        empty: dict[str, pl.DataType] = {k: breaching.schema[k] for k in by}
+        return pl.DataFrame(schema={**empty, "start": TS, "end": TS, "minutes": pl.Int64()})
+    step = pl.col("ts").diff().over(by) if by else pl.col("ts").diff()
+    new = (step != pl.lit(timedelta(minutes=1))).fill_null(True)
+    if by:
+        new = new | pl.any_horizontal([pl.col(k) != pl.col(k).shift(1) for k in by]).fill_null(True)
+    return (
+        breaching.sort(*by, "ts")
+        .with_columns(new.cum_sum().alias("_run"))
+        .group_by(*by, "_run", maintain_order=True)
+        .agg(
+            pl.col("ts").min().alias("start"),
+            (pl.col("ts").max() + pl.duration(minutes=1)).alias("end"),
+            pl.len().cast(pl.Int64).alias("minutes"),
+            pl.all().exclude("ts", *by),
+        )
+        .drop("_run")
+    )
+
+
+def merge_intervals(intervals: pl.DataFrame, keys: Iterable[str]) -> pl.DataFrame:
+    """Merge overlapping or touching [start, end) intervals per key; keeps every other column as a list."""
+    by = list(keys)
+    ordered = intervals.sort(*by, "start")
+    reach = pl.col("end").cum_max().shift(1).over(by)
+    new = (pl.col("start") > reach).fill_null(True)
+    return (
+        ordered.with_columns(new.cast(pl.Int64).cum_sum().over(by).alias("_run"))
+        .group_by(*by, "_run", maintain_order=True)
+        .agg(pl.col("start").min(), pl.col("end").max(), pl.all().exclude("start", "end", *by))
+        .drop("_run")
+        .with_columns(((pl.col("end") - pl.col("start")).dt.total_minutes()).cast(pl.Int64).alias("minutes"))
+    )
+
+
+def episode_row(
+    line: str, subject: str, start: datetime, end: datetime, *, worst: float, threshold: float,
+    severity: str, fallback: str, evidence: str,
+) -> dict[str, Any]:
+    return {
+        "line": line, "subject": subject, "start": start, "end": end,
+        "minutes": round((end - start) / timedelta(minutes=1)), "worst_value": worst, "threshold": threshold,
+        "severity": severity, "fallback": fallback, "evidence": evidence,
+    }
+
+
+def episodes_frame(rows: Iterable[dict[str, Any]]) -> pl.DataFrame:
+    return pl.DataFrame(list(rows), schema=BREACH_EPISODES, orient="row").sort("line", "subject", "start")
+
+
+def clock(moment: datetime | None) -> str:
+    return "n/a" if moment is None else moment.strftime("%m-%d %H:%M")

@@ -1,0 +1,143 @@
+"""Waiting and holding lines: maximum queue wait per queue, and interactive idle and lifecycle limits.
+
+- queue_wait: a job breaches from the moment its wait (from eligible, else submit) crosses the limit
+  until it starts (or the end of the window while it still waits). The breaches of one queue
+  ("cluster/partition") that overlap or touch form one episode: the queue was starving throughout.
+  A job that became eligible inside the peak window gets `peak_max_wait` instead.
+- interactive_limits: a session breaches from the end of its idle limit (an idle run longer than
+  `idle_limit`) until the run ends, and from `lifecycle_limit` after its start until it ends. The
+  breaches of one team's sessions that overlap or touch form one episode per team.
+"""
+
+from __future__ import annotations
+
+import fnmatch
+from datetime import timedelta
+from typing import Any
+
+import polars as pl
+
+from gpusteward.config.schema import Config
+from gpusteward.domain import Scenario
+from gpusteward.objectives import interactive_limits
+from sla.common import classified_jobs, human_duration, window_of
+from sla.idle import idle_runs
+from sla.inputs import EvaluationInputs
+from sla.protection_common import clock, episode_row, episodes_frame, merge_intervals, peak_window, threshold_expr
+
+QUEUE_WAIT = "queue_wait"
+INTERACTIVE_LIMITS = "interactive_limits"
+_INTERACTIVE = Scenario.INTERACTIVE.value
+_MAX_NAMED = 3
+
+
+class QueueWaitLine:
+    """Built-in line; registered in `default_lines()` like any add-on."""
+
+    name = QUEUE_WAIT
+
+    def episodes(self, inputs: EvaluationInputs, config: Config) -> pl.DataFrame:
+        if not config.protection.queue_wait:
+            return episodes_frame([])
+        window = window_of(inputs)
+        jobs = classified_jobs(inputs, config).with_columns(
+            pl.format("{}/{}", "cluster", "partition").alias("queue"),
+            pl.coalesce("eligible_time", "submit_time").alias("_ready"),
+        ).filter(pl.col("_ready").is_not_null())
+        rows: list[dict[str, Any]] = []
+        claimed: set[str] = set()
+        for line in config.protection.queue_wait:
+            queues = [q for q in jobs["queue"].unique().sort().to_list()
+                      if fnmatch.fnmatchcase(q, line.queue) and q not in claimed]
+            claimed.update(queues)  # first line that names a queue wins, so a queue alerts once
+            peak = peak_window(config, line.peak)
+            peak_s = None if line.peak_max_wait is None else line.peak_max_wait.total_seconds()
+            limit_s = threshold_expr(pl.col("_ready"), line.max_wait.total_seconds(), peak, peak_s)
+            waited = (
+                jobs.filter(pl.col("queue").is_in(queues))
+                .with_columns(limit_s.alias("limit_s"))
+                .with_columns(
+                    (pl.col("_ready") + pl.duration(microseconds=(pl.col("limit_s") * 1e6).cast(pl.Int64)))
+                    .alias("start"),
+                    pl.min_horizontal(pl.col("start_time").fill_null(pl.lit(window.end)), pl.lit(window.end))
+                    .alias("end"),
+                )
+                .with_columns(pl.max_horizontal("start", pl.lit(window.start)).alias("start"))
+                .filter(pl.col("end") > pl.col("start"))
+                .with_columns(((pl.col("end") - pl.col("_ready")).dt.total_seconds()).alias("wait_s"))
+                .select("queue", "start", "end", "job_id", "wait_s", "limit_s")
+            )
+            for ep in merge_intervals(waited, ["queue"]).iter_rows(named=True):
+                if ep["minutes"] * 60 < line.for_.total_seconds():
+                    continue
+                order = sorted(range(len(ep["job_id"])), key=lambda i: (-ep["wait_s"][i], ep["job_id"][i]))
+                named = ", ".join(
+                    f"job {ep['job_id'][i]} waited {human_duration(ep['wait_s'][i])}" for i in order[:_MAX_NAMED]
+                )
+                evidence = f"{len(order)} jobs waited past {human_duration(min(ep['limit_s']))}: {named}"
+                rows.append(episode_row(
+                    QUEUE_WAIT, ep["queue"], ep["start"], ep["end"], worst=max(ep["wait_s"]),
+                    threshold=min(ep["limit_s"]), severity=line.severity, fallback=line.fallback, evidence=evidence,
+                ))
+        return episodes_frame(rows)
+
+
+class InteractiveLimitsLine:
+    """Built-in line: interactive sessions reclaimed at their idle and lifecycle limits."""
+
+    name = INTERACTIVE_LIMITS
+
+    def episodes(self, inputs: EvaluationInputs, config: Config) -> pl.DataFrame:
+        if not config.protection.interactive_limits:
+            return episodes_frame([])
+        window = window_of(inputs)
+        sessions = classified_jobs(inputs, config).filter(
+            (pl.col("scenario") == _INTERACTIVE) & pl.col("start_time").is_not_null()
+            & (pl.col("start_time") < window.end)
+        ).with_columns(
+            pl.col("job_id").cast(pl.Utf8).alias("_id"),
+            pl.min_horizontal(pl.col("end_time").fill_null(pl.lit(window.end)), pl.lit(window.end)).alias("_end"),
+        ).filter(pl.col("_end") > window.start)
+        gm = inputs.gpu_minutes.filter(pl.col("ts").is_between(window.start, window.end, closed="left"))
+        gm = gm.join(sessions.select("cluster", pl.col("_id").alias("job_id")).unique(),
+                     on=["cluster", "job_id"], how="semi")
+        runs = idle_runs(gm, config.idle).group_by("cluster", "job_id", "start").agg(pl.col("minutes").max())
+        default_idle, default_life = interactive_limits(config)
+        rows: list[dict[str, Any]] = []
+        for line in config.protection.interactive_limits:
+            idle_limit = line.idle_limit or default_idle
+            life = line.lifecycle_limit or default_life
+            clusters = [c for c in sessions["cluster"].unique().to_list() if fnmatch.fnmatchcase(c, line.cluster)]
+            mine = sessions.filter(pl.col("cluster").is_in(clusters))
+            idle = runs.join(mine.select("cluster", pl.col("_id").alias("job_id"), "team", pl.col("job_id")
+                                         .alias("_job")), on=["cluster", "job_id"], how="inner").with_columns(
+                (pl.col("start") + pl.duration(seconds=idle_limit.total_seconds())).alias("_from"),
+                (pl.col("start") + pl.duration(minutes=pl.col("minutes"))).alias("_to"),
+                pl.lit("idle").alias("_why"),
+            ).select("team", pl.col("_from").alias("start"), pl.col("_to").alias("end"), "_job", "_why")
+            long = mine.select(
+                "team", (pl.col("start_time") + pl.duration(seconds=life.total_seconds())).alias("start"),
+                pl.col("_end").alias("end"), pl.col("job_id").alias("_job"), pl.lit("lifecycle").alias("_why"),
+            )
+            breaches = pl.concat([idle, long]).filter(pl.col("end") > pl.col("start")).with_columns(
+                pl.max_horizontal("start", pl.lit(window.start)).alias("start")
+            ).filter(pl.col("end") > pl.col("start"))
+            for ep in merge_intervals(breaches, ["team"]).iter_rows(named=True):
+                if ep["minutes"] * 60 < line.for_.total_seconds():
+                    continue
+                jobs = sorted(set(ep["_job"]))
+                n_idle = len({j for j, w in zip(ep["_job"], ep["_why"], strict=True) if w == "idle"})
+                evidence = (
+                    f"{len(jobs)} sessions not reclaimed ({n_idle} idle past {_h(idle_limit)}, "
+                    f"{len(jobs) - n_idle} held past {_h(life)}) from {clock(ep['start'])}: jobs "
+                    + ", ".join(str(j) for j in jobs[:_MAX_NAMED]) + (" ..." if len(jobs) > _MAX_NAMED else "")
+                )
+                rows.append(episode_row(
+                    INTERACTIVE_LIMITS, ep["team"] or "unattributed", ep["start"], ep["end"], worst=float(len(jobs)),
+                    threshold=0.0, severity=line.severity, fallback=line.fallback, evidence=evidence,
+                ))
+        return episodes_frame(rows)
+
+
+def _h(limit: timedelta) -> str:
+    return human_duration(limit.total_seconds())

@@ -1,0 +1,105 @@
+"""The protection lines beyond the reserve: each turns what happened into BREACH_EPISODES rows."""
+
+from __future__ import annotations
+
+import polars as pl
+import pytest
+
+from gpusteward.config.protection import PeakWindow
+from sla.protection import default_lines, protection_episodes
+from sla.protection_burn import BurnRateLine
+from sla.protection_common import in_peak, parse_cron
+from sla.protection_preemption import InferencePreemptionLine, TrainingPreemptionLine
+from sla.protection_queues import QueueWaitLine
+from tests.sla.builders import at, config, inputs, job, window
+
+
+def test_built_in_lines_are_registered_like_add_ons() -> None:
+    assert default_lines().names() == [
+        "inference_reserve", "inference_preemption", "training_preemption", "queue_wait", "interactive_limits",
+        "burn_rate",
+    ]
+
+
+def test_inference_preempted_for_training_is_one_episode_until_the_replica_is_back() -> None:
+    cfg = config('[[protection.inference_preemption]]\ncluster = "east"\nfallback = "Move serving out of QOS low."')
+    jobs = [
+        job(11, partition="infer", start=0, end=30, state="PREEMPTED", nodes="n1"),
+        job(12, partition="infer", start=0, end=31, state="PREEMPTED", nodes="n2"),
+        job(11, partition="infer", submit=30, start=50, end=None, state="RUNNING", nodes="n3"),
+        job(20, start=30, end=100, gpus=8, nodes="n[1-2]", priority=10),
+    ]
+    out = InferencePreemptionLine().episodes(inputs(jobs=jobs, data_end=at(200)), cfg)
+    assert out.select("subject", "start", "worst_value", "fallback").rows() == [
+        ("east", at(30), 2.0, "Move serving out of QOS low.")]
+    assert "by training job 20" in out["evidence"][0]
+
+
+def test_inference_preempted_by_inference_is_not_a_breach() -> None:
+    cfg = config('[[protection.inference_preemption]]\ncluster = "east"')
+    jobs = [job(11, partition="infer", end=30, state="PREEMPTED", nodes="n1"),
+            job(12, partition="infer", start=30, end=90, nodes="n1")]
+    assert InferencePreemptionLine().episodes(inputs(jobs=jobs, data_end=at(200)), cfg).height == 0
+
+
+def test_queue_wait_breaches_from_the_limit_until_start_and_merges_per_queue() -> None:
+    cfg = config('[[protection.queue_wait]]\nqueue = "east/train"\nmax_wait = "1h"')
+    jobs = [job(1, submit=0, start=100, end=120), job(2, submit=30, start=130, end=140),
+            job(3, submit=0, start=50, end=60), job(4, submit=300, start=400, end=420)]
+    out = QueueWaitLine().episodes(inputs(jobs=jobs, data_end=at(600)), cfg)
+    assert out.select("subject", "start", "end", "threshold").rows() == [
+        ("east/train", at(60), at(130), 3600.0), ("east/train", at(360), at(400), 3600.0)]
+    assert out["worst_value"].to_list() == [6000.0, 6000.0]
+
+
+def test_training_preemption_ratio_over_a_rolling_window() -> None:
+    cfg = config('[[protection.training_preemption]]\ncluster = "east"\nmax_ratio = 0.25\nwindow = "1h"\n'
+                 'min_records = 4\nfor = "0m"')
+    jobs = [job(i, start=0, end=10 + i, state="PREEMPTED" if i < 2 else "COMPLETED") for i in range(4)]
+    out = TrainingPreemptionLine().episodes(inputs(jobs=jobs, data_end=at(200)), cfg)
+    # From the 4th record's end (minute 13) the ratio is 2/4 until the first record leaves the hour.
+    assert out.select("start", "end", "worst_value").rows() == [(at(13), at(70), 0.5)]
+
+
+def test_peak_window_hours_and_cron_agree() -> None:
+    ts = pl.Series("ts", [at(60 * h) for h in range(24)])  # 2026-03-01 is a Sunday
+    hours = PeakWindow(name="p", days=["sun"], hours="09:00-12:00")
+    cron = PeakWindow(name="p", cron="* 9-11 * * 0")
+    frame = pl.DataFrame(ts)
+    assert frame.select(in_peak(pl.col("ts"), hours)).to_series().to_list() == frame.select(
+        in_peak(pl.col("ts"), cron)).to_series().to_list()
+    assert frame.filter(in_peak(pl.col("ts"), hours)).height == 3
+    with pytest.raises(ValueError, match="five fields"):
+        parse_cron("9-17 * *")
+
+
+def test_peak_threshold_applies_inside_the_window_only() -> None:
+    cfg = config('[[protection.peak_windows]]\nname = "p"\ndays = ["sun"]\nhours = "00:00-01:00"\n'
+                 '[[protection.queue_wait]]\nqueue = "east/train"\nmax_wait = "2h"\npeak = "p"\npeak_max_wait = "30m"')
+    out = QueueWaitLine().episodes(inputs(jobs=[job(1, submit=0, start=50, end=60)], data_end=at(600)), cfg)
+    assert out.select("start", "end", "threshold").rows() == [(at(30), at(50), 1800.0)]
+
+
+def _burst(bad_from: int, bad_to: int) -> list[dict[str, object]]:
+    rows = []
+    for m in range(5, 24 * 60, 5):
+        slow = 40.0 if bad_from <= m < bad_to else 0.0
+        rows.append(window("chat", m, [60.0 - slow, 60.0 - slow, 60.0 - slow, 60.0 - slow, 60.0, 60.0]))
+    return rows
+
+
+def test_burn_rate_fires_on_a_fast_burn_and_the_traffic_gate_holds_quiet_services() -> None:
+    line = '[[protection.burn_rate]]\nservice = "chat"\nindicator = "latency"\nthreshold = "8s"\ntarget = 0.99\n'
+    out = BurnRateLine().episodes(inputs(windows=_burst(600, 660), data_end=at(24 * 60)),
+                                  config(line + "min_requests = 100"))
+    assert out.height == 1
+    ep = out.row(0, named=True)
+    assert at(600) <= ep["start"] < at(620)
+    assert (ep["severity"], ep["threshold"]) == ("critical", 6.0)  # both pairs fired; the lower factor
+    gated = BurnRateLine().episodes(inputs(windows=_burst(600, 660), data_end=at(24 * 60)),
+                                    config(line + "min_requests = 100000"))
+    assert gated.height == 0
+
+
+def test_no_lines_no_episodes() -> None:
+    assert protection_episodes(inputs(jobs=[job(1)], data_end=at(60)), config()).height == 0
