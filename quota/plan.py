@@ -15,7 +15,7 @@ import polars as pl
 from sla.results import QUOTA_PLAN_ITEMS
 
 PlanStatus = Literal["proposed"]
-DRY_RUN_NOTE = "DRY RUN: proposed only; nothing is applied to a scheduler."
+DRY_RUN_NOTE = "PROPOSED: nothing is written to a scheduler until approved and applied (`gpusteward quota apply`)."
 
 
 @dataclass(frozen=True)

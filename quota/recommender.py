@@ -9,8 +9,11 @@ Rules, applied per cluster to each team account's latest GPU limit:
    limits rise by max_step, worst wait first, while the cluster has headroom. A team over its
    share is never raised.
 3. Capacity: guaranteed capacity is the cluster's GPUs minus its inference reserve. Raises only
-   use headroom below it (after the lowers), so a plan never takes the sum of limits past it,
-   and never grows a sum that is already past it. Unknown cluster size: no raises there.
+   use headroom below max(guaranteed, the sum of the current limits), after the lowers: a plan never
+   takes the sum of limits past capacity, and never grows a sum that is already past it (then raises
+   only reuse what the lowers freed). Unknown cluster size: no raises there.
+4. Fairness: weighted max-min. Headroom goes one GPU at a time to the starving account with the
+   lowest limit per unit of entitled share (ties: worst wait, then name), each capped at one step.
 Steps are relative: |proposed - current| <= max_step x current, whole GPUs, rounded toward no change.
 Unlimited (null) limits are left alone: there is no number to step from.
 """
@@ -179,35 +182,53 @@ class _Planner:
             )
 
     def raise_(self, starved: list[_Starved], over: dict[str, tuple[float, float]]) -> None:
+        """Weighted max-min: headroom goes one GPU at a time to the starving account whose limit is
+        lowest per unit of entitled share (ties: worst wait, then name), each capped at one step."""
         by_team: dict[tuple[str, str], list[_Starved]] = {}
         for s in starved:
             if s.team not in over:
                 by_team.setdefault((s.cluster, s.team), []).append(s)
-        # Worst wait first: when headroom runs out, the most starved team has had its share of it.
-        order = sorted(by_team.items(), key=lambda kv: (-max(s.severity for s in kv[1]), kv[0]))
-        for (cluster, team), reasons in order:
+        for cluster in sorted({c for c, _t in by_team}):
             guaranteed = guaranteed_capacity(self.config, cluster, self.capacity)
             if guaranteed is None:
                 continue
-            mine = sorted((a for a in self.accounts.values() if a.cluster == cluster and a.team == team),
-                          key=lambda a: a.name)
-            for acct in mine:
-                total = sum(a.proposed for a in self.accounts.values() if a.cluster == cluster)
-                grant = min(_step(acct.current, self.step), guaranteed - total)
-                if grant < 1 or acct.proposed != acct.current:
+            mine = [a for a in self.accounts.values() if a.cluster == cluster]
+            # Never past capacity minus the reserve; where the limits already are past it (caps
+            # oversubscribed), never grow their sum: raises then only reuse what the lowers freed.
+            ceiling = max(guaranteed, sum(a.current for a in mine))
+            headroom = ceiling - sum(a.proposed for a in mine)
+            severity = {t: max(s.severity for s in ss) for (c, t), ss in by_team.items() if c == cluster}
+            candidates = sorted(
+                (a for a in mine if a.team in severity and a.proposed == a.current), key=lambda a: a.name
+            )
+            cap = {a.name: a.current + _step(a.current, self.step) for a in candidates}
+            while headroom >= 1:
+                open_ = [a for a in candidates if a.proposed < cap[a.name]]
+                if not open_:
+                    break
+                pick = min(open_, key=lambda a: (a.proposed / self._weight(a.team), -severity[a.team], a.name))
+                pick.proposed += 1
+                headroom -= 1
+            for acct in candidates:
+                if acct.proposed == acct.current:
                     continue
-                acct.proposed = acct.current + grant
+                grant = acct.proposed - acct.current
                 acct.reasons.append(
-                    f"Raise {team}'s GPU quota on {cluster}: its jobs wait longer than the queue objective allows."
+                    f"Raise {acct.team}'s GPU quota on {cluster}: its jobs wait longer than the queue objective allows."
                 )
-                acct.evidence.extend(s.evidence for s in reasons)
+                acct.evidence.extend(s.evidence for s in by_team[(cluster, acct.team)])
                 acct.evidence.append(
-                    f"{guaranteed - total} GPUs of headroom under {guaranteed} guaranteed GPUs "
-                    "(cluster minus inference reserve)"
+                    f"sum of {cluster}'s limits kept at most {ceiling} GPUs ({guaranteed} guaranteed: cluster minus "
+                    "inference reserve); headroom shared by weighted max-min over entitled shares"
                 )
                 acct.effects.append(
-                    f"Up to {grant} more GPUs at once for {team} on {cluster}, so its queued jobs start sooner."
+                    f"Up to {grant} more GPUs at once for {acct.team} on {cluster}, so its queued jobs start sooner "
+                    "and the queue's wait should fall toward its objective."
                 )
+
+    def _weight(self, team: str) -> float:
+        found = self.config.teams.get(team)
+        return found.entitled_share if found is not None and found.entitled_share > 0 else 1.0
 
     def items(self, plan_id: str) -> list[dict[str, Any]]:
         return [_item(plan_id, a) for _key, a in sorted(self.accounts.items()) if a.proposed != a.current]

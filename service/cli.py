@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 import sys
 from datetime import date
 from pathlib import Path
@@ -25,6 +24,7 @@ from service.cli_options import (
     open_for_writing,
     pick_month,
 )
+from service.cli_quota import quota
 from service.cli_scheduler import scheduler
 from service.cli_simulate_serve import serve_fleet
 from service.serve import serve
@@ -216,55 +216,6 @@ def report(
             click.echo(str(path))
 
 
-@cli.group()
-def quota() -> None:
-    """Quota plans: recommended changes as data (dry run: nothing is applied yet)."""
-
-
-@quota.command("plan")
-@config_option
-@db_option
-@month_option
-@click.option("--json", "as_json", is_flag=True)
-def quota_plan(config_path: str | None, db_path: str | None, month: Month | None, as_json: bool) -> None:
-    """Recommend quota changes for a month, store the plan and print it."""
-    from quota.plan import Plan, render_text
-    from service.pipeline import evaluate as run_evaluation
-
-    config = load(config_path)
-    with open_for_writing(config, db_path) as wh:
-        chosen = pick_month(wh, month)
-        run_evaluation(wh, config, chosen)
-        plans = wh.plans(chosen)
-    body = json.loads(plans.row(-1, named=True)["body"])
-    plan = Plan.from_dict(body)
-    click.echo(plan.to_json() if as_json else render_text(plan))
-
-
-@quota.command("show")
-@config_option
-@db_option
-@click.argument("plan_id", required=False)
-def quota_show(config_path: str | None, db_path: str | None, plan_id: str | None) -> None:
-    """List stored plans, or print one."""
-    from quota.plan import Plan, render_text
-    from warehouse import open_warehouse
-
-    config = load(config_path)
-    with open_warehouse(db_path_of(config, db_path), read_only=True) as wh:
-        plans = wh.plans()
-    if plan_id is None:
-        for row in plans.iter_rows(named=True):
-            click.echo(
-                f"{row['plan_id']}  {row['month']}  {row['status']}  dry_run={row['dry_run']}  {row['created_at']}"
-            )
-        return
-    match = plans.filter(plans["plan_id"] == plan_id)
-    if match.height == 0:
-        raise click.ClickException(f"no plan {plan_id!r}")
-    click.echo(render_text(Plan.from_dict(json.loads(match.row(0, named=True)["body"]))))
-
-
 @cli.command()
 @config_option
 @db_option
@@ -293,6 +244,7 @@ def demo(out_dir: str, seed: int, days: int, nodes: int, serve: bool) -> None:
 cli.add_command(scheduler)
 cli.add_command(alerts)
 cli.add_command(serve)
+cli.add_command(quota)
 cli.add_command(collect)
 cli.add_command(serve_fleet)
 

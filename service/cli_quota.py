@@ -1,0 +1,195 @@
+"""`gpusteward quota ...`: plan, show, approve, reject, apply (or dry-run) and roll back quota plans.
+
+Register with `cli.add_command(quota)`. Approvals and rejections are control actions
+(`warehouse.control`), the same rows the service's API writes; applies and rollbacks go through
+`quota.workflow` to Slurm (`sacctmgr`, or slurmrestd with `--rest-socket`/`--rest-url`) and leave
+an audit record each (`warehouse.quota_store`).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import getpass
+import json
+import os
+from datetime import UTC, datetime
+from typing import Any
+
+import click
+
+from gpusteward.domain import Month
+from service.cli_options import config_option, db_option, load, month_option, open_for_writing, pick_month
+
+by_option = click.option(
+    "--by", "actor", default=None, help="Who does this, for the audit trail (default: the login name)."
+)
+
+
+def _now() -> datetime:
+    return datetime.now(UTC)
+
+
+def _actor(actor: str | None) -> str:
+    return actor or os.environ.get("GPUSTEWARD_USER") or getpass.getuser()
+
+
+@click.group("quota")
+def quota() -> None:
+    """Quota plans: recommend, approve or reject, apply to Slurm (all or nothing), roll back."""
+
+
+@quota.command("plan")
+@config_option
+@db_option
+@month_option
+@click.option("--json", "as_json", is_flag=True, help="Print the plan as JSON.")
+def quota_plan(config_path: str | None, db_path: str | None, month: Month | None, as_json: bool) -> None:
+    """Recommend quota changes for a month, store the plan and print it."""
+    from quota.plan import Plan, render_text
+    from service.pipeline import evaluate as run_evaluation
+
+    config = load(config_path)
+    with open_for_writing(config, db_path) as wh:
+        chosen = pick_month(wh, month)
+        run_evaluation(wh, config, chosen)
+        plans = wh.plans(chosen)
+    plan = Plan.from_dict(json.loads(plans.row(-1, named=True)["body"]))
+    click.echo(plan.to_json() if as_json else render_text(plan))
+
+
+@quota.command("show")
+@config_option
+@db_option
+@click.argument("plan_id", required=False)
+def quota_show(config_path: str | None, db_path: str | None, plan_id: str | None) -> None:
+    """List stored plans with their state, or print one with its decision and apply history."""
+    from quota.plan import Plan, render_text
+    from warehouse import quota_store
+
+    config = load(config_path)
+    with open_for_writing(config, db_path) as wh:
+        if plan_id is None:
+            for row in wh.plans().iter_rows(named=True):
+                state = quota_store.plan_state(wh, row["plan_id"])
+                click.echo(f"{row['plan_id']}  {row['month']}  {state}  {row['created_at']}")
+            return
+        body = quota_store.plan_body(wh, plan_id)
+        if body is None:
+            raise click.ClickException(f"no plan {plan_id!r}")
+        state = quota_store.plan_state(wh, plan_id)
+        decided = quota_store.decision(wh, plan_id)
+        history = quota_store.applies(wh, plan_id)
+    click.echo(render_text(Plan.from_dict(body)), nl=False)
+    click.echo(f"\nstate: {state}")
+    if decided is not None:
+        click.echo(f"{decided.decision} by {decided.decided_by} at {decided.decided_at:%Y-%m-%d %H:%M:%S} UTC")
+    for r in history:
+        when = f"{r.started_at:%Y-%m-%d %H:%M:%S}"
+        click.echo(f"{when}  {r.action} by {r.actor} via {r.transport}: {r.result} ({r.detail})")
+
+
+def _decide(config_path: str | None, db_path: str | None, plan_id: str, *, action: str, actor: str | None,
+            note: str | None) -> None:
+    from warehouse import control
+
+    config = load(config_path)
+    with open_for_writing(config, db_path) as wh:
+        try:
+            entry = control.record(wh, _actor(actor), action, plan_id, at=_now(), reason=note)  # type: ignore[arg-type]
+        except control.ControlError as exc:
+            raise click.ClickException(str(exc)) from exc
+    click.echo(json.dumps({"action_id": entry.action_id, "action": entry.action, "plan_id": plan_id,
+                           "by": entry.actor, "at": str(entry.at), "note": entry.reason}, indent=2))
+
+
+@quota.command("approve")
+@config_option
+@db_option
+@click.argument("plan_id")
+@by_option
+@click.option("--note", default=None, help="Why, stored with the approval.")
+def quota_approve(config_path: str | None, db_path: str | None, plan_id: str, actor: str | None,
+                  note: str | None) -> None:
+    """Approve a proposed plan (recorded with who and when; a plan is decided once)."""
+    _decide(config_path, db_path, plan_id, action="plan.approve", actor=actor, note=note)
+
+
+@quota.command("reject")
+@config_option
+@db_option
+@click.argument("plan_id")
+@by_option
+@click.option("--note", default=None, help="Why, stored with the rejection.")
+def quota_reject(config_path: str | None, db_path: str | None, plan_id: str, actor: str | None,
+                 note: str | None) -> None:
+    """Reject a proposed plan."""
+    _decide(config_path, db_path, plan_id, action="plan.reject", actor=actor, note=note)
+
+
+def _slurm_options(fn: Any) -> Any:
+    for option in reversed((
+        click.option("--slurm-cli", "slurm_path", default=None,
+                     help="PATH to search for sacctmgr (default: $PATH)."),
+        click.option("--rest-socket", default=None, help="slurmrestd unix socket (QOS only on Slurm 22.05)."),
+        click.option("--rest-url", default=None, help="slurmrestd URL (JWT from $SLURM_JWT)."),
+        click.option("--rest-user", default=None, help="User name sent with the JWT."),
+    )):
+        fn = option(fn)
+    return fn
+
+
+def _run(ctx_args: dict[str, Any], plan_id: str, *, rollback: bool, dry_run: bool = False) -> None:
+    from collectors.slurm import RestQuotaWriter, SacctmgrQuotaWriter, SlurmCli, SlurmRest
+    from collectors.slurm.writes import QuotaWriter
+    from quota.workflow import PlanNotFoundError, apply_plan, rollback_plan
+    from warehouse.quota_store import WarehouseQuotaStore
+
+    rest: SlurmRest | None = None
+    if ctx_args["rest_socket"]:
+        rest = SlurmRest(socket=ctx_args["rest_socket"])
+    elif ctx_args["rest_url"]:
+        rest = SlurmRest(base_url=ctx_args["rest_url"], user=ctx_args["rest_user"], token=os.environ.get("SLURM_JWT"))
+    writer: QuotaWriter = RestQuotaWriter(rest) if rest is not None else SacctmgrQuotaWriter(
+        SlurmCli(path=ctx_args["slurm_path"]))
+    config = load(ctx_args["config_path"])
+    try:
+        with open_for_writing(config, ctx_args["db_path"]) as wh:
+            store = WarehouseQuotaStore(wh)
+            actor = _actor(ctx_args["actor"])
+            if rollback:
+                record = rollback_plan(store, writer, plan_id, actor=actor, clock=_now)
+            else:
+                record = apply_plan(store, writer, plan_id, actor=actor, clock=_now, dry_run=dry_run)
+    except PlanNotFoundError as exc:
+        raise click.ClickException(str(exc)) from exc
+    finally:
+        if rest is not None:
+            rest.close()
+    body = dataclasses.asdict(record)
+    click.echo(json.dumps(body, indent=2, default=str))
+    if record.result not in ("applied", "dry-run", "rolled-back"):
+        raise click.ClickException(f"{record.action} {record.result}: {record.detail}")
+
+
+@quota.command("apply")
+@config_option
+@db_option
+@click.argument("plan_id")
+@by_option
+@click.option("--dry-run", is_flag=True, help="Read every limit and check it; write nothing (no approval needed).")
+@_slurm_options
+def quota_apply(**kwargs: Any) -> None:
+    """Apply an approved plan to Slurm: all limits or none, each read back; refused if any limit changed."""
+    _run(kwargs, kwargs["plan_id"], rollback=False, dry_run=kwargs["dry_run"])
+
+
+@quota.command("rollback")
+@config_option
+@db_option
+@click.argument("plan_id")
+@by_option
+@_slurm_options
+def quota_rollback(**kwargs: Any) -> None:
+    """Restore the limits an applied plan changed (refused if any was changed since)."""
+    _run(kwargs, kwargs["plan_id"], rollback=True)
+
