@@ -31,7 +31,7 @@ class Dashboard:
     shots: Path
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="package")
 def dashboard(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Dashboard]:
     """Two simulated days of the demo fleet, imported, evaluated and published; the dashboard serving them."""
     root = tmp_path_factory.mktemp("browser")
@@ -56,8 +56,10 @@ def dashboard(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Dashboard]:
             process.stderr.close()
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="package")
 def browser() -> Iterator[Any]:
+    # Package scope: Playwright's sync API keeps an event loop running in this thread until it
+    # stops, which would break every later test that calls asyncio.run().
     chromium = require_binary("chromium", package="chromium")
     try:
         from playwright.sync_api import sync_playwright
