@@ -14,12 +14,13 @@ _NOT_BENCHMARKS = frozenset({"harness", "__main__"})
 
 
 def names() -> tuple[str, ...]:
-    """Every module under bench/ is a benchmark exposing `run(quick: bool) -> dict`."""
+    """Every module under bench/ is a benchmark exposing `run(quick: bool) -> dict`; `_name` modules are helpers."""
     import pkgutil
 
     import bench
 
-    return tuple(sorted(m.name for m in pkgutil.iter_modules(bench.__path__) if m.name not in _NOT_BENCHMARKS))
+    found = (m.name for m in pkgutil.iter_modules(bench.__path__))
+    return tuple(sorted(n for n in found if n not in _NOT_BENCHMARKS and not n.startswith("_")))
 
 
 class Benchmark(Protocol):

@@ -1,0 +1,87 @@
+"""The long-running fuzz target: `python -m tests.badinput.fuzz --minutes 10` (not collected by pytest).
+
+Runs every target of tests.badinput.targets in turn, in rounds of fresh random examples, until the
+time is up. An exception other than a target's documented error is printed with the input that
+raised it, and the run exits 1 after finishing (so one bug does not hide the others).
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+import traceback
+from collections.abc import Callable
+from typing import Any
+
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from tests.badinput import targets
+
+Found = dict[tuple[str, str], str]
+
+
+def _suite(found: Found, examples: int) -> list[tuple[str, Callable[[], None]]]:
+    config = settings(max_examples=examples, deadline=None, database=None, suppress_health_check=list(HealthCheck))
+
+    def guard(name: str, fn: Callable[[], None], shown: Any) -> None:
+        try:
+            fn()
+        except Exception as exc:  # the finding: anything but the documented error
+            key = (name, f"{type(exc).__name__}: {str(exc)[:120]}")
+            if key not in found:
+                found[key] = f"{repr(shown)[:2000]}\n{traceback.format_exc(limit=4)}"
+
+    @config
+    @given(text=targets.exposition_texts, openmetrics=st.booleans())
+    def exposition(text: str, openmetrics: bool) -> None:
+        guard("exposition", lambda: targets.exposition(text, openmetrics), text)
+
+    @config
+    @given(data=targets.mutated_json() | targets.json_values)
+    def sacct(data: Any) -> None:
+        guard("sacct", lambda: targets.sacct_data(data), data)
+
+    @config
+    @given(name=st.sampled_from(sorted(targets.SLURM_READERS)), data=targets.mutated_json() | targets.json_values)
+    def slurm(name: str, data: Any) -> None:
+        guard(f"slurmrestd {name}", lambda: targets.slurm(name, data), data)
+
+    @config
+    @given(text=st.text(max_size=400))
+    def slurm_text(text: str) -> None:
+        guard("slurm text", lambda: targets.slurm_text(text), text)
+
+    @config
+    @given(text=targets.config_texts)
+    def config_loader(text: str) -> None:
+        guard("config", lambda: targets.config(text), text)
+
+    return [("exposition", exposition), ("sacct", sacct), ("slurmrestd", slurm), ("slurm text", slurm_text),
+            ("config", config_loader)]
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m tests.badinput.fuzz", description=__doc__)
+    parser.add_argument("--minutes", type=float, default=10.0)
+    parser.add_argument("--examples", type=int, default=500, help="examples per target per round")
+    args = parser.parse_args(argv)
+    found: Found = {}
+    deadline = time.monotonic() + 60 * args.minutes
+    rounds = 0
+    while time.monotonic() < deadline:
+        for name, run in _suite(found, args.examples):
+            if time.monotonic() >= deadline:
+                break
+            run()
+            print(f"round {rounds + 1}: {name} done, {len(found)} distinct findings", flush=True)
+        rounds += 1
+    for (target, error), example in sorted(found.items()):
+        print(f"\n== {target}: {error}\n{example}")
+    print(f"\n{rounds} rounds, {len(found)} distinct findings")
+    return 1 if found else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,64 @@
+"""Property-based fuzzing: no crash other than the documented error types.
+
+The exposition parser raises InputError, the sacct and slurmrestd readers InputError (or report a
+skipped record as a problem), the config loader ConfigError. Each property runs a bounded number
+of examples here; `python -m tests.badinput.fuzz --minutes N` runs the same targets for longer.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import polars as pl
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from tests.badinput import targets
+
+# Found by this suite, left for the owner of collectors/sacct.py: `_job` catches KeyError, TypeError
+# and ValueError per record, but a record whose `time`/`state`/`tres` is a list or null raises
+# AttributeError, and one whose `name`/`user`/`nodes`/... is not a string makes polars raise
+# ComputeError while building the frame. Both should become a skipped record (a Problem).
+SACCT_BUG = pytest.mark.xfail(
+    raises=(AttributeError, pl.exceptions.ComputeError), strict=False, reason="sacct reader: mistyped record fields"
+)
+
+FAST = settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+
+
+@FAST
+@given(text=targets.exposition_texts, openmetrics=st.booleans())
+def test_exposition_parser(text: str, openmetrics: bool) -> None:
+    targets.exposition(text, openmetrics)
+
+
+@FAST
+@given(text=st.text(max_size=200) | st.binary(max_size=200).map(lambda b: b.decode("latin-1")))
+def test_sacct_json_text(text: str) -> None:
+    targets.sacct(text)
+
+
+@SACCT_BUG
+@FAST
+@given(data=targets.mutated_json() | targets.json_values)
+def test_sacct_reader_on_mutated_answers(data: Any) -> None:
+    targets.sacct_data(data)
+
+
+@FAST
+@given(name=st.sampled_from(sorted(targets.SLURM_READERS)), data=targets.mutated_json() | targets.json_values)
+def test_slurmrestd_readers(name: str, data: Any) -> None:
+    targets.slurm(name, data)
+
+
+@FAST
+@given(text=st.text(max_size=120))
+def test_slurm_text_readers(text: str) -> None:
+    targets.slurm_text(text)
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(text=targets.config_texts)
+def test_config_loader(text: str) -> None:
+    targets.config(text)
