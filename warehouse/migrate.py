@@ -7,7 +7,7 @@ from importlib import resources
 
 import duckdb
 
-from warehouse.sql import run, scalar
+from warehouse.sql import run, scalar, transaction
 
 _NAME = re.compile(r"^(\d{3})_[a-z0-9_]+\.sql$")
 
@@ -33,14 +33,9 @@ def migrate(con: duckdb.DuckDBPyConnection) -> list[str]:
     for number, name, sql in available():
         if number in done:
             continue
-        run(con, "BEGIN TRANSACTION")
-        try:
+        with transaction(con):
             run(con, sql)
             run(con, "INSERT INTO schema_migrations VALUES (?, ?, now()::TIMESTAMP)", [number, name])
-            run(con, "COMMIT")
-        except Exception:
-            run(con, "ROLLBACK")
-            raise
         applied.append(name)
     return applied
 

@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any, Protocol
 
-from warehouse.sql import run, scalar
+from warehouse.sql import run, scalar, transaction
 from warehouse.store import Warehouse
 
 ENGINE = "default"
@@ -98,8 +98,7 @@ class WarehouseOutbox:
 
     def commit(self, items: Sequence[Enqueueable], engine_state: str | None) -> int:
         con = self._wh.connection
-        run(con, "BEGIN TRANSACTION")
-        try:
+        with transaction(con):
             before = int(scalar(con, "SELECT count(*) FROM alert_outbox"))
             for it in items:
                 state = "shadow" if it.shadow else "pending"
@@ -117,10 +116,6 @@ class WarehouseOutbox:
                     "INSERT OR REPLACE INTO alert_engine_state VALUES (?, ?, now()::TIMESTAMP)",
                     [self._engine, engine_state],
                 )
-            run(con, "COMMIT")
-        except BaseException:
-            run(con, "ROLLBACK")
-            raise
         return new
 
     def engine_state(self) -> str | None:
@@ -143,8 +138,7 @@ class WarehouseOutbox:
     def _outcome(self, key: str, at: datetime, outcome: str, error: str | None, retry_at: datetime | None) -> None:
         con = self._wh.connection
         when = _naive(at)
-        run(con, "BEGIN TRANSACTION")
-        try:
+        with transaction(con):
             attempt = int(scalar(con, "SELECT attempts + 1 FROM alert_outbox WHERE key = ?", [key]))
             if outcome == "delivered":
                 run(
@@ -163,10 +157,6 @@ class WarehouseOutbox:
                     [state, attempt, nxt, error, key],
                 )
             run(con, "INSERT INTO alert_delivery_log VALUES (?, ?, ?, ?, ?)", [key, attempt, when, outcome, error])
-            run(con, "COMMIT")
-        except BaseException:
-            run(con, "ROLLBACK")
-            raise
 
 
 def engine_state(wh: Warehouse, engine: str = ENGINE) -> str | None:
@@ -223,8 +213,15 @@ def add_silence(
     run(
         con,
         "INSERT INTO alert_silences VALUES (?, ?, ?, ?, ?, ?, ?)",
-        [silence_id, json.dumps(list(matchers)), _naive(starts_at), _naive(ends_at), comment, created_by,
-         _naive(created_at)],
+        [
+            silence_id,
+            json.dumps(list(matchers)),
+            _naive(starts_at),
+            _naive(ends_at),
+            comment,
+            created_by,
+            _naive(created_at),
+        ],
     )
     return True
 
@@ -234,8 +231,9 @@ def silences(wh: Warehouse, *, active_at: datetime | None = None) -> list[Silenc
     where, params = ("WHERE starts_at <= ? AND ends_at > ?", [_naive(active_at)] * 2) if active_at else ("", [])
     rows = run(wh.connection, f"SELECT * FROM alert_silences {where} ORDER BY starts_at, id", params)  # noqa: S608
     return [
-        SilenceRow(r[0], [str(m) for m in json.loads(r[1])], _aware(r[2]), _aware(r[3]), r[4] or "", r[5] or "",
-                   _aware(r[6]))
+        SilenceRow(
+            r[0], [str(m) for m in json.loads(r[1])], _aware(r[2]), _aware(r[3]), r[4] or "", r[5] or "", _aware(r[6])
+        )
         for r in rows
     ]
 

@@ -13,7 +13,7 @@ from datetime import UTC, datetime
 from typing import Any, Literal
 
 from warehouse import control
-from warehouse.sql import run, scalar
+from warehouse.sql import run, scalar, transaction
 from warehouse.store import Warehouse
 
 ApplyAction = Literal["apply", "dry-run", "rollback"]
@@ -86,28 +86,46 @@ def decision(wh: Warehouse, plan_id: str) -> Decision | None:
 def record_apply(wh: Warehouse, record: ApplyRecord) -> None:
     """Store one apply attempt and its changes in one transaction."""
     con = wh.connection
-    run(con, "BEGIN TRANSACTION")
-    try:
-        attempt = scalar(con, "SELECT coalesce(max(attempt), 0) + 1 FROM quota_applies WHERE plan_id = ?",
-                         [record.plan_id])
+    with transaction(con):
+        attempt = scalar(
+            con, "SELECT coalesce(max(attempt), 0) + 1 FROM quota_applies WHERE plan_id = ?", [record.plan_id]
+        )
         run(
             con,
             "INSERT INTO quota_applies VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-            [record.apply_id, record.plan_id, attempt, record.action, record.actor, record.approved_by,
-             _naive(record.approved_at), _naive(record.started_at), _naive(record.finished_at), record.transport,
-             record.result, record.detail],
+            [
+                record.apply_id,
+                record.plan_id,
+                attempt,
+                record.action,
+                record.actor,
+                record.approved_by,
+                _naive(record.approved_at),
+                _naive(record.started_at),
+                _naive(record.finished_at),
+                record.transport,
+                record.result,
+                record.detail,
+            ],
         )
         for c in record.changes:
             run(
                 con,
                 "INSERT INTO quota_apply_changes VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-                [record.apply_id, c.seq, c.cluster, c.kind, c.name, c.expected, c.requested, c.before, c.after,
-                 c.outcome, c.detail],
+                [
+                    record.apply_id,
+                    c.seq,
+                    c.cluster,
+                    c.kind,
+                    c.name,
+                    c.expected,
+                    c.requested,
+                    c.before,
+                    c.after,
+                    c.outcome,
+                    c.detail,
+                ],
             )
-        run(con, "COMMIT")
-    except BaseException:
-        run(con, "ROLLBACK")
-        raise
 
 
 def applies(wh: Warehouse, plan_id: str | None = None) -> list[ApplyRecord]:
@@ -119,10 +137,22 @@ def applies(wh: Warehouse, plan_id: str | None = None) -> list[ApplyRecord]:
     for h in heads:
         rows = run(con, "SELECT * FROM quota_apply_changes WHERE apply_id = ? ORDER BY seq", [h[0]])
         changes = tuple(ChangeRecord(*r[1:]) for r in rows)
-        found.append(ApplyRecord(
-            apply_id=h[0], plan_id=h[1], action=h[3], actor=h[4], approved_by=h[5], approved_at=h[6], started_at=h[7],
-            finished_at=h[8], transport=h[9], result=h[10], detail=h[11], changes=changes,
-        ))
+        found.append(
+            ApplyRecord(
+                apply_id=h[0],
+                plan_id=h[1],
+                action=h[3],
+                actor=h[4],
+                approved_by=h[5],
+                approved_at=h[6],
+                started_at=h[7],
+                finished_at=h[8],
+                transport=h[9],
+                result=h[10],
+                detail=h[11],
+                changes=changes,
+            )
+        )
     return found
 
 

@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager, suppress
 from typing import Any
 
 import duckdb
@@ -16,3 +17,20 @@ def run(con: duckdb.DuckDBPyConnection, sql: str, params: Sequence[Any] | None =
 def scalar(con: duckdb.DuckDBPyConnection, sql: str, params: Sequence[Any] | None = None) -> Any:
     rows = run(con, sql, params)
     return rows[0][0] if rows else None
+
+
+@contextmanager
+def transaction(con: duckdb.DuckDBPyConnection) -> Iterator[None]:
+    """BEGIN ... COMMIT, rolled back on any error; the original error is the one raised.
+
+    A COMMIT that fails (a full disk) has already been rolled back by DuckDB, so the ROLLBACK
+    here may find no transaction: that second error must not hide the first.
+    """
+    run(con, "BEGIN TRANSACTION")
+    try:
+        yield
+        run(con, "COMMIT")
+    except BaseException:
+        with suppress(duckdb.Error):
+            run(con, "ROLLBACK")
+        raise

@@ -18,7 +18,7 @@ from sla.inputs import EvaluationInputs
 from sla.outputs import MonthOutputs
 from warehouse import ingest, queries
 from warehouse.migrate import current_version, migrate
-from warehouse.sql import run
+from warehouse.sql import run, transaction
 
 INGEST_TABLES = ("gpu_minutes", "jobs", "job_events", "inference_windows", "quota_snapshots")
 
@@ -64,8 +64,7 @@ class Warehouse:
         offered = {name: frame.height for name, frame in frames.items()}
         stored: dict[str, int] = {}
         con = self._con
-        run(con, "BEGIN TRANSACTION")
-        try:
+        with transaction(con):
             for name, frame in frames.items():
                 if name not in INGEST_TABLES:
                     raise ValueError(f"{source}: unknown table {name!r} in batch")
@@ -80,10 +79,6 @@ class Warehouse:
                 " min_ts, max_ts, problems) VALUES (?, ?, now()::TIMESTAMP, 'ok', ?, ?, ?, ?, ?)",
                 [source, started, json.dumps(offered), json.dumps(stored), lo, hi, json.dumps(list(problems))],
             )
-            run(con, "COMMIT")
-        except BaseException:
-            run(con, "ROLLBACK")
-            raise
         return IngestResult(source, offered, stored)
 
     def record_failed_import(self, source: str, error: str) -> None:
@@ -107,15 +102,10 @@ class Warehouse:
             "gpu_states": outputs.gpu_states,
         }
         con = self._con
-        run(con, "BEGIN TRANSACTION")
-        try:
+        with transaction(con):
             for table, frame in parts.items():
                 run(con, f'DELETE FROM "{table}" WHERE month = ?', [month])  # noqa: S608 - fixed names
                 _insert(con, table, frame.with_columns(pl.lit(month).alias("month")))
-            run(con, "COMMIT")
-        except BaseException:
-            run(con, "ROLLBACK")
-            raise
 
     def store_plan(
         self,
@@ -129,8 +119,7 @@ class Warehouse:
         items: pl.DataFrame,
     ) -> None:
         con = self._con
-        run(con, "BEGIN TRANSACTION")
-        try:
+        with transaction(con):
             run(con, "DELETE FROM quota_plan_items WHERE plan_id = ?", [plan_id])
             run(
                 con,
@@ -138,10 +127,6 @@ class Warehouse:
                 [plan_id, str(month), _naive_utc(created_at), status, dry_run, json.dumps(body, default=str)],
             )
             _insert(con, "quota_plan_items", items)
-            run(con, "COMMIT")
-        except BaseException:
-            run(con, "ROLLBACK")
-            raise
 
     def record_alerts(self, month: Month, alerts: Sequence[Mapping[str, Any]]) -> int:
         """Record alerts (fingerprint, status, ...) once each; return how many were new."""

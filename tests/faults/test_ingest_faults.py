@@ -146,11 +146,6 @@ def test_a_real_full_disk_leaves_the_warehouse_consistent(
     assert counts(db) == clean_counts
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="warehouse/store.py: a COMMIT that fails for a full disk is already rolled back by DuckDB;"
-    " the handler's own ROLLBACK then raises 'no transaction is active', hiding the disk error",
-)
 def test_a_full_disk_is_named_in_the_error(fleet: Path, small_disk: Path) -> None:
     error = _fill(small_disk / "w.duckdb", fleet)
     assert "space" in error.lower() or "disk" in error.lower(), error
