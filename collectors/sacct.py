@@ -16,6 +16,7 @@ same job id follows (at that record's submit time).
 from __future__ import annotations
 
 import json
+import math
 from collections.abc import Mapping, Sequence
 from datetime import UTC, datetime
 from typing import Any
@@ -41,7 +42,7 @@ def read_sacct(data: Any, *, source: str) -> tuple[pl.DataFrame, pl.DataFrame, l
     for i, job in enumerate(data["jobs"]):
         try:
             jobs.append(_job(job, misreports_exit))
-        except (KeyError, TypeError, ValueError) as exc:
+        except (KeyError, TypeError, ValueError, AttributeError) as exc:
             problems.append(Problem(source, f"job record {i} skipped: {type(exc).__name__}: {exc}"))
     frame = pl.DataFrame(jobs, schema=tables.JOBS, orient="row") if jobs else tables.empty(tables.JOBS)
     before = frame.height
@@ -56,6 +57,8 @@ def _is_22_05(meta: Any) -> bool:
     if not isinstance(meta, Mapping):
         return False
     slurm = meta.get("Slurm") or meta.get("slurm") or {}
+    if not isinstance(slurm, Mapping):
+        return False
     version = slurm.get("version") or {}
     try:
         return (int(version["major"]), int(version["minor"])) == (22, 5)
@@ -63,24 +66,42 @@ def _is_22_05(meta: Any) -> bool:
         return str(slurm.get("release", "")).startswith("22.05")
 
 
+def _table(job: Mapping[str, Any], key: str) -> Mapping[str, Any]:
+    value = job.get(key) or {}
+    if not isinstance(value, Mapping):
+        raise TypeError(f"{key!r} is a {type(value).__name__}, expected an object")
+    return value
+
+
+def _text(job: Mapping[str, Any], key: str) -> str | None:
+    value = job.get(key)
+    if value is None or isinstance(value, str):
+        return value
+    raise TypeError(f"{key!r} is a {type(value).__name__}, expected a string")
+
+
 def _job(job: Mapping[str, Any], misreports_exit: bool) -> dict[str, Any]:
-    time = job["time"]
-    state = job.get("state") or {}
-    tres = job.get("tres") or {}
+    if not isinstance(job, Mapping):
+        raise TypeError(f"a job record is a {type(job).__name__}, expected an object")
+    if "time" not in job:
+        raise KeyError("time")
+    time = _table(job, "time")
+    state = _table(job, "state")
+    tres = _table(job, "tres")
     requested, _ = _gpus(tres.get("requested") or [])
     allocated, gpu_type = _gpus(tres.get("allocated") or [])
     if gpu_type is None:
         gpu_type = _gpus(tres.get("requested") or [])[1]
     exit_code = None if misreports_exit else _number((job.get("exit_code") or {}).get("return_code"))
-    nodes = job.get("nodes")
+    nodes = _text(job, "nodes")
     return {
-        "cluster": job.get("cluster") or (job.get("association") or {}).get("cluster"),
-        "job_id": int(job["job_id"]),
+        "cluster": _text(job, "cluster") or _text(_table(job, "association"), "cluster"),
+        "job_id": _job_id(job.get("job_id")),
         "submit_time": _time(time.get("submission")),
-        "name": job.get("name"),
-        "user": job.get("user"),
-        "account": job.get("account"),
-        "partition": job.get("partition"),
+        "name": _text(job, "name"),
+        "user": _text(job, "user"),
+        "account": _text(job, "account"),
+        "partition": _text(job, "partition"),
         "qos": job.get("qos") if isinstance(job.get("qos"), str) else None,
         "priority": _number(job.get("priority")),
         "eligible_time": _time(time.get("eligible")),
@@ -98,6 +119,13 @@ def _job(job: Mapping[str, Any], misreports_exit: bool) -> dict[str, Any]:
     }
 
 
+def _job_id(value: Any) -> int:
+    number = _number(value)
+    if number is None or number <= 0:
+        raise ValueError(f"job_id {value!r} is not a positive number")
+    return number
+
+
 def _number(value: Any) -> int | None:
     """An int, or the data_parser form {set, infinite, number}; unset and infinite are null."""
     if isinstance(value, Mapping):
@@ -106,43 +134,58 @@ def _number(value: Any) -> int | None:
         value = value.get("number")
     if value is None or isinstance(value, bool):
         return None
-    return int(value)
+    if not isinstance(value, int | float) or (isinstance(value, float) and not math.isfinite(value)):
+        raise TypeError(f"expected a finite number, got {value!r}"[:120])
+    number = int(value)
+    if not -(2**63) <= number < 2**63:
+        raise ValueError(f"number out of range: {number}")
+    return number
+
+
+_LATEST_EPOCH = 253_402_300_800  # 10000-01-01: later times are corrupt
 
 
 def _time(value: Any) -> datetime | None:
     seconds = _number(value)
     if not seconds:
         return None
+    if not 0 < seconds < _LATEST_EPOCH:
+        raise ValueError(f"time out of range: {seconds}")
     return datetime.fromtimestamp(seconds, UTC).replace(tzinfo=None)
 
 
 def _state(current: Any) -> str | None:
     if isinstance(current, str):
         return current
-    if isinstance(current, Sequence) and current:
+    if isinstance(current, Sequence) and current and all(isinstance(s, str) for s in current):
         flags = [s for s in _FLAG_STATES if s in current]
-        return flags[0] if flags else str(current[0])
+        return flags[0] if flags else current[0]
     return None
 
 
 def _reason(reason: Any) -> str | None:
-    return None if reason in (None, "", "None") else str(reason)  # Slurm prints "None" for none
+    if not isinstance(reason, str) or reason in ("", "None"):  # Slurm prints "None" for none
+        return None
+    return reason
 
 
 def _comment(comment: Any) -> str | None:
     if isinstance(comment, Mapping):
         comment = comment.get("job")
-    return comment or None
+    return comment if isinstance(comment, str) and comment else None
 
 
-def _gpus(tres: Sequence[Mapping[str, Any]]) -> tuple[int | None, str | None]:
+def _gpus(tres: Any) -> tuple[int | None, str | None]:
     """GPU count and type from a TRES list: `gres/gpu` = count, `gres/gpu:<type>` = typed counts."""
     total: int | None = None
     typed: dict[str, int] = {}
+    if not isinstance(tres, Sequence) or isinstance(tres, str):
+        raise TypeError(f"a TRES list is a {type(tres).__name__}")
     for item in tres:
-        if item.get("type") != "gres":
+        if not isinstance(item, Mapping) or item.get("type") != "gres":
             continue
-        name = item.get("name") or ""
+        raw_name = item.get("name")
+        name = raw_name if isinstance(raw_name, str) else ""
         count = _number(item.get("count"))
         if name == "gpu":
             total = count
