@@ -10,6 +10,7 @@ from __future__ import annotations
 import hashlib
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
+from fnmatch import fnmatchcase
 from typing import Any, Literal
 
 import polars as pl
@@ -23,7 +24,27 @@ Status = Literal["firing", "resolved"]
 ZERO_TIME = "0001-01-01T00:00:00Z"
 
 # Per line kind: the alert name and the label that carries the episode's subject.
-_LINES: dict[str, tuple[str, str]] = {INFERENCE_RESERVE: ("InferenceReserveBreach", "cluster")}
+# line -> (alertname, the label its subject goes in, the config section listing its lines, the
+# field of a line that names its subject). Subjects that are clusters use the `cluster` label, so
+# Alertmanager routes and inhibits them with the cluster's other alerts.
+_LINES: dict[str, tuple[str, str, str, str]] = {
+    INFERENCE_RESERVE: ("InferenceReserveBreach", "cluster", "inference_reserve", "cluster"),
+    "inference_preemption": ("InferencePreemptedForTraining", "cluster", "inference_preemption", "cluster"),
+    "training_preemption": ("TrainingPreemptionRatioHigh", "cluster", "training_preemption", "cluster"),
+    "queue_wait": ("QueueWaitTooLong", "queue", "queue_wait", "queue"),
+    "interactive_limits": ("InteractiveSessionsNotReclaimed", "team", "interactive_limits", "cluster"),
+    "burn_rate": ("InferenceErrorBudgetBurn", "service", "burn_rate", "service"),
+}
+_SUMMARIES: dict[str, str] = {
+    "inference_preemption": "Online inference on {subject} was preempted for training "
+    "({worst:g} replicas) for {lasted}",
+    "training_preemption": "Training preemption ratio on {subject} reached {worst:.0%}, "
+    "above {threshold:.0%}, for {lasted}",
+    "queue_wait": "Jobs in queue {subject} waited past the {threshold_h:.1f} h limit for {lasted}",
+    "interactive_limits": "{worst:g} interactive sessions of {subject} ran past their idle or lifetime limit "
+    "without being reclaimed ({lasted})",
+    "burn_rate": "Service {subject} burned its error budget at {worst:.1f}x (limit {threshold:g}x) for {lasted}",
+}
 
 
 def rfc3339(moment: datetime) -> str:
@@ -73,24 +94,31 @@ def _summary(line: str, ep: dict[str, Any]) -> str:
             f"Online inference on {ep['subject']} had as few as {ep['worst_value']:.0f} GPUs available, "
             f"below its reserve of {ep['threshold']:.0f}, for {lasted}"
         )
-    return f"{line} on {ep['subject']}: {ep['worst_value']:g} against {ep['threshold']:g} for {lasted}"
+    worst, threshold = ep["worst_value"] or 0.0, ep["threshold"] or 0.0
+    template = _SUMMARIES.get(line)
+    if template is None:
+        return f"{line} on {ep['subject']}: {worst:g} against {threshold:g} for {lasted}"
+    return template.format(
+        subject=ep["subject"], worst=worst, threshold=threshold, threshold_h=threshold / 3600, lasted=lasted
+    )
 
 
 def _receivers(config: Config, line: str, subject: str) -> tuple[str, ...]:
-    if line != INFERENCE_RESERVE:
+    """The receivers the configured line names; () means every receiver."""
+    known = _LINES.get(line)
+    if known is None:
         return ()
+    _, _, section, field = known
     names: list[str] = []
-    for cfg_line in config.protection.inference_reserve:
-        if cfg_line.cluster == subject:
+    for cfg_line in getattr(config.protection, section, ()):
+        if fnmatchcase(subject, str(getattr(cfg_line, field, "*"))):
             if not cfg_line.receivers:
                 return ()
             names.extend(n for n in cfg_line.receivers if n not in names)
     return tuple(names)
 
 
-def alerts_from_episodes(
-    episodes: pl.DataFrame, config: Config, *, data_end: datetime | None = None
-) -> list[Alert]:
+def alerts_from_episodes(episodes: pl.DataFrame, config: Config, *, data_end: datetime | None = None) -> list[Alert]:
     """One alert per BREACH_EPISODES row.
 
     An episode still going on at the end of the data (it ends at or after `data_end`, the exclusive
@@ -101,7 +129,7 @@ def alerts_from_episodes(
     for ep in episodes.sort("line", "subject", "start").iter_rows(named=True):
         line, subject = ep["line"], ep["subject"]
         firing = last is not None and ep["end"] >= last
-        subject_label = _LINES.get(line, ("", "subject"))[1]
+        subject_label = _LINES[line][1] if line in _LINES else "subject"
         labels = {
             "alertname": _alert_name(line),
             "severity": ep["severity"] or "warning",
@@ -118,13 +146,15 @@ def alerts_from_episodes(
             "evidence": ep["evidence"] or "",
             "fallback": ep["fallback"] or "",
         }
-        alerts.append(Alert(
-            fingerprint=fingerprint(line, subject, ep["start"]),
-            status="firing" if firing else "resolved",
-            labels=labels,
-            annotations=annotations,
-            starts_at=ep["start"],
-            ends_at=None if firing else ep["end"],
-            receivers=_receivers(config, line, subject),
-        ))
+        alerts.append(
+            Alert(
+                fingerprint=fingerprint(line, subject, ep["start"]),
+                status="firing" if firing else "resolved",
+                labels=labels,
+                annotations=annotations,
+                starts_at=ep["start"],
+                ends_at=None if firing else ep["end"],
+                receivers=_receivers(config, line, subject),
+            )
+        )
     return alerts
