@@ -25,8 +25,10 @@ def run(*args: str) -> Result:
 
 def test_demo_writes_every_output(demo_dir: Path) -> None:
     assert (demo_dir / "gpusteward.duckdb").stat().st_size > 0
-    assert (demo_dir / "reports" / "review-2026-10.en.md").exists()
-    assert (demo_dir / "reports" / "review-2026-10.zh.md").exists()
+    for lang in ("en", "zh"):
+        for fmt in ("md", "html", "pdf"):
+            assert (demo_dir / "reports" / f"review-2026-10.{lang}.{fmt}").stat().st_size > 0
+    assert (demo_dir / "reports" / "review-2026-10.en.pdf").read_bytes().startswith(b"%PDF")
     plan = json.loads((demo_dir / "quota-plan-2026-10.json").read_text())
     assert plan["dry_run"] is True
     assert plan["items"], "the demo month has a starving queue and a team over its share: the plan must change quotas"
@@ -69,3 +71,14 @@ def test_importing_the_same_files_again_changes_no_row_count(demo_dir: Path) -> 
     after = json.loads(run("status", "--db", db, "--json").output)["tables"]
     for table in ("gpus", "gpu_minutes", "jobs", "job_events", "inference_windows", "quota_snapshots"):
         assert after[table]["rows"] == before[table]["rows"], table
+
+
+def test_the_results_flag_every_planted_problem_and_nothing_else(demo_dir: Path) -> None:
+    from gpusteward.domain import Month
+    from warehouse import open_warehouse
+
+    planted = {p["subject"] for p in json.loads((demo_dir / "data" / "manifest.json").read_text())["planted"]}
+    with open_warehouse(demo_dir / "gpusteward.duckdb", read_only=True) as wh:
+        results = wh.month_outputs(Month(2026, 10)).results
+    missed = set(results.filter(results["met"].eq(False))["subject"].to_list())
+    assert missed == planted
