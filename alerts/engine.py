@@ -24,7 +24,7 @@ from datetime import UTC, datetime, timedelta
 from typing import Any, Literal
 
 from alerts.model import Alert, Status
-from alerts.silence import Silence, silenced_by
+from alerts.silence import FINGERPRINT_LABEL, Silence, silenced_by
 from gpusteward.config.alerting import AlertEngineConfig, InhibitConfig
 
 State = Literal["pending", "firing", "resolved"]
@@ -112,9 +112,7 @@ def group_of(labels: Mapping[str, str], group_by: Sequence[str]) -> tuple[str, d
     return "{}:{" + inner + "}", chosen
 
 
-def _observe(
-    prev: Tracked | None, alert: Alert, now: datetime, hold_for: timedelta
-) -> Tracked | None:
+def _observe(prev: Tracked | None, alert: Alert, now: datetime, hold_for: timedelta) -> Tracked | None:
     held = utc(alert.ends_at or now) - utc(alert.starts_at)
     long_enough = held >= hold_for
     since = prev.since if prev else now
@@ -162,7 +160,7 @@ def _mute(alerts: dict[str, Tracked], now: datetime, config: AlertEngineConfig, 
     for fp, t in alerts.items():
         if t.state == "pending":
             continue
-        silence = silenced_by(t.alert.labels, silences, now)
+        silence = silenced_by({**t.alert.labels, FINGERPRINT_LABEL: t.alert.fingerprint}, silences, now)
         if silence is not None:
             alerts[fp] = replace(t, muted_by=f"silence:{silence}")
             continue
@@ -244,8 +242,11 @@ def step(
                     alerts[fp] = replace(alerts[fp], notified=w)
                 group = GroupState(None, now)
         elif group.last_sent is not None and now - group.last_sent >= config.repeat_interval:
-            again = [alerts[fp].alert for fp in members[key] if alerts[fp].notified == "firing"
-                     and alerts[fp].state == "firing" and not alerts[fp].muted_by]
+            again = [
+                alerts[fp].alert
+                for fp in members[key]
+                if alerts[fp].notified == "firing" and alerts[fp].state == "firing" and not alerts[fp].muted_by
+            ]
             if again:
                 notifications.append(_notification(key, labels_of[key], "repeat", now, again))
                 group = GroupState(None, now)

@@ -14,7 +14,7 @@ from datetime import UTC, datetime
 from typing import Literal
 
 Op = Literal["=", "!=", "=~", "!~"]
-_MATCHER = re.compile(r'^\s*([A-Za-z_][A-Za-z0-9_]*)\s*(=~|!~|!=|=)\s*(.*?)\s*$')
+_MATCHER = re.compile(r"^\s*([A-Za-z_][A-Za-z0-9_]*)\s*(=~|!~|!=|=)\s*(.*?)\s*$")
 
 
 @dataclass(frozen=True)
@@ -40,7 +40,7 @@ def parse_matcher(text: str) -> Matcher:
     """`cluster="east"` -> Matcher; raise ValueError saying what is wrong."""
     m = _MATCHER.match(text)
     if not m:
-        raise ValueError(f"{text!r}: expected name=\"value\", name!=\"value\", name=~\"re\" or name!~\"re\"")
+        raise ValueError(f'{text!r}: expected name="value", name!="value", name=~"re" or name!~"re"')
     name, op, value = m.group(1), m.group(2), m.group(3)
     if len(value) >= 2 and value[0] == value[-1] and value[0] in "\"'":
         value = value[1:-1]
@@ -89,6 +89,11 @@ def make_silence(
     key = "\x1f".join([*map(str, parsed), _utc(starts_at).isoformat(), _utc(ends_at).isoformat()])
     sid = hashlib.sha256(key.encode("utf-8")).hexdigest()[:16]
     return Silence(sid, parsed, _utc(starts_at), _utc(ends_at), comment, created_by)
+
+
+FINGERPRINT_LABEL = "__fingerprint__"
+"""A pseudo-label the engine adds when matching silences, so a silence can name one alert (as the
+control API's do) as well as label sets."""
 
 
 def silenced_by(labels: Mapping[str, str], silences: Sequence[Silence], now: datetime) -> str | None:

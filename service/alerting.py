@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
-from datetime import datetime
+from datetime import UTC, datetime
+
+import polars as pl
 
 from alerts.model import Alert
 from alerts.outbox import TickResult
-from alerts.silence import Silence, make_silence, parse_matcher
+from alerts.silence import FINGERPRINT_LABEL, Matcher, Silence, make_silence, parse_matcher
 from gpusteward.config import Config
 from warehouse import Warehouse
 
@@ -21,12 +23,28 @@ def configured_silences(config: Config, now: datetime) -> list[Silence]:
 
 
 def stored_silences(wh: Warehouse, now: datetime | None = None) -> list[Silence]:
+    """Silences from `gpusteward alerts silence` (label matchers) and from the control API (one
+    alert each, by fingerprint)."""
+    from warehouse.control import alert_states
     from warehouse.outbox import silences
 
-    return [
+    found = [
         Silence(r.id, tuple(parse_matcher(m) for m in r.matchers), r.starts_at, r.ends_at, r.comment, r.created_by)
         for r in silences(wh, active_at=now)
     ]
+    for row in alert_states(wh).filter(pl.col("silenced_until").is_not_null()).iter_rows(named=True):
+        until = row["silenced_until"].replace(tzinfo=UTC)
+        if now is None or until > now:
+            found.append(
+                make_silence(
+                    [Matcher(FINGERPRINT_LABEL, "=", row["fingerprint"])],
+                    datetime.min.replace(tzinfo=UTC),
+                    until,
+                    comment="silenced through the control API",
+                    created_by=row["silenced_by"] or "",
+                )
+            )
+    return found
 
 
 def run_alert_tick(wh: Warehouse, config: Config, alerts: Sequence[Alert], now: datetime) -> TickResult:

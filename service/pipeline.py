@@ -8,6 +8,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
+from typing import Any
 
 import polars as pl
 
@@ -63,28 +64,30 @@ class AlertRun:
     tick: TickResult
 
 
+def alert_rows(alerts: Sequence[Alert]) -> list[dict[str, Any]]:
+    """Alerts as the warehouse records them (one row per fingerprint and status)."""
+    return [
+        {
+            "fingerprint": a.fingerprint,
+            "status": a.status,
+            "line": a.labels.get("line"),
+            "subject": a.labels.get("subject") or a.labels.get("cluster"),
+            "severity": a.labels.get("severity"),
+            "starts_at": a.starts_at.astimezone(UTC).replace(tzinfo=None),
+            "ends_at": a.ends_at.astimezone(UTC).replace(tzinfo=None) if a.ends_at else None,
+            "summary": a.annotations.get("summary"),
+            "body": a.to_dict(),
+        }
+        for a in alerts
+    ]
+
+
 def raise_alerts(wh: Warehouse, config: Config, outputs: MonthOutputs, now: datetime) -> AlertRun:
     """Turn the month's breach episodes into alerts, record them once, and pass them through the
     alert engine and the warehouse outbox to the receivers (each notification delivered once)."""
     data_end = wh.evaluation_inputs(outputs.month).data_end if outputs.episodes.height else None
     alerts = alerts_from_episodes(outputs.episodes, config, data_end=data_end)
-    new = wh.record_alerts(
-        outputs.month,
-        [
-            {
-                "fingerprint": a.fingerprint,
-                "status": a.status,
-                "line": a.labels.get("line"),
-                "subject": a.labels.get("subject") or a.labels.get("cluster"),
-                "severity": a.labels.get("severity"),
-                "starts_at": a.starts_at.astimezone(UTC).replace(tzinfo=None),
-                "ends_at": a.ends_at.astimezone(UTC).replace(tzinfo=None) if a.ends_at else None,
-                "summary": a.annotations.get("summary"),
-                "body": a.to_dict(),
-            }
-            for a in alerts
-        ],
-    )
+    new = wh.record_alerts(outputs.month, alert_rows(alerts))
     return AlertRun(alerts, new, run_alert_tick(wh, config, alerts, now))
 
 
