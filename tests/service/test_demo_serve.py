@@ -1,0 +1,55 @@
+"""`gpusteward demo --serve` starts the service and the dashboard on loopback, prints both URLs,
+answers on them, and stops cleanly on Ctrl-C."""
+
+from __future__ import annotations
+
+import re
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import httpx
+
+URLS = re.compile(r"dashboard: (http://127\.0\.0\.1:\d+/)\s+service: (http://127\.0\.0\.1:\d+)/metrics")
+STARTUP_LINES = 400  # the demo's own summary comes first
+
+
+def test_demo_serve_prints_working_urls_and_stops(tmp_path: Path) -> None:
+    command = [sys.executable, "-c", "from service.cli import main; main()",
+               "demo", "--out", str(tmp_path / "demo"), "--days", "2", "--serve"]
+    process = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    assert process.stdout is not None
+    try:
+        found = None
+        seen: list[str] = []
+        for _ in range(STARTUP_LINES):
+            line = process.stdout.readline()
+            if not line:
+                break
+            seen.append(line)
+            found = URLS.search(line)
+            if found:
+                break
+        assert found, "".join(seen[-30:])
+        dashboard, service = found.groups()
+        assert httpx.get(f"{service}/healthz", timeout=10).text.strip() == "ok"
+        assert "gpusteward_job_runs_total" in httpx.get(f"{service}/metrics", timeout=10).text
+        assert httpx.get(f"{dashboard}_stcore/health", timeout=10).text == "ok"
+    finally:
+        process.send_signal(signal.SIGINT)
+        try:
+            process.wait(timeout=60)
+        except subprocess.TimeoutExpired:
+            process.kill()
+            process.wait(timeout=10)
+        process.stdout.close()
+    assert process.returncode is not None
+    time.sleep(0.5)
+    try:
+        httpx.get(f"{service}/healthz", timeout=2)
+        still_up = True
+    except httpx.TransportError:
+        still_up = False
+    assert not still_up, "the service must stop with the demo"
