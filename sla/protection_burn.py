@@ -19,7 +19,7 @@ import polars as pl
 
 from gpusteward.config.protection import BurnRateLine as BurnRateConfig
 from gpusteward.config.schema import Config
-from sla.common import window_of
+from sla.common import human_duration, window_of
 from sla.inputs import EvaluationInputs
 from sla.protection_common import clock, episode_row, episodes_frame, minute_runs
 
@@ -110,7 +110,10 @@ class BurnRateLine:
                 f"{_span(line.windows[k].long)}/{_span(line.windows[k].short)} at {line.windows[k].factor:g}x "
                 f"(long-window burn up to {max(ep[f'_r{k}']):.1f}x)" for k in hit
             )
-            what = "errors" if line.indicator == "error_rate" else f"requests slower than {line.threshold}"
+            what = (
+                "errors" if line.indicator == "error_rate" or line.threshold is None
+                else f"requests slower than {human_duration(line.threshold.total_seconds())}"
+            )
             severity = min((line.windows[k].severity for k in hit), key=_SEVERITY_ORDER.index)
             evidence = (
                 f"{what} burned the {line.target:.2%} objective's budget from {clock(ep['start'])} to "

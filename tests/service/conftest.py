@@ -3,6 +3,7 @@ from __future__ import annotations
 import threading
 from collections.abc import Iterator
 from datetime import date
+from pathlib import Path
 
 import pytest
 
@@ -46,3 +47,16 @@ def served(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ServedDay]:
     finally:
         stop_reader.set()
         stop_service(day)
+
+
+@pytest.fixture(scope="session")
+def demo_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """One full `gpusteward demo` (the simulated October 2026) shared by the tests that read it."""
+    from click.testing import CliRunner
+
+    from service.cli import cli
+
+    out = tmp_path_factory.mktemp("demo")
+    result = CliRunner().invoke(cli, ["demo", "--out", str(out), "--seed", "7"])
+    assert result.exit_code == 0, result.output + repr(result.exception)
+    return out

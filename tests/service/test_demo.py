@@ -5,18 +5,9 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-import pytest
 from click.testing import CliRunner, Result
 
 from service.cli import cli
-
-
-@pytest.fixture(scope="module")
-def demo_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    out = tmp_path_factory.mktemp("demo")
-    result = CliRunner().invoke(cli, ["demo", "--out", str(out), "--seed", "7"])
-    assert result.exit_code == 0, result.output + repr(result.exception)
-    return out
 
 
 def run(*args: str) -> Result:
