@@ -24,7 +24,8 @@ from pathlib import Path
 from collectors.batch import CollectedBatch, Problem
 from collectors.dcgm import gpu_minutes
 from collectors.exposition import ExpositionParser
-from collectors.inference import DEFAULT_INDEX, WindowState, inference_windows
+from collectors.inference import WindowState, inference_windows
+from collectors.inference_mappings import DEFAULT_INDEX, MappingIndex
 from collectors.sacct import load_json, read_sacct
 from collectors.sacctmgr import read_assoc, snapshot_time
 from collectors.samples import Samples
@@ -37,12 +38,19 @@ _DATE = re.compile(r"(\d{4})-?(\d{2})(?:-?(\d{2}))?(?:T(\d{2})(\d{2})(\d{2})Z?)?
 
 
 def read_file(
-    path: Path, *, inference_state: WindowState | None = None, default_cluster: str = "default"
+    path: Path,
+    *,
+    inference_state: WindowState | None = None,
+    default_cluster: str = "default",
+    mappings: MappingIndex = DEFAULT_INDEX,
 ) -> CollectedBatch:
-    """Read `path` (gzip or plain). Raises InputError naming the file and line for bad input."""
+    """Read `path` (gzip or plain). Raises InputError naming the file and line for bad input.
+
+    `mappings`: the inference mappings (built-ins plus the config's: `mapping_index(config)`).
+    """
     source = str(path)
     batch = CollectedBatch(source=source)
-    kind = detect_kind(path)
+    kind = detect_kind(path, mappings=mappings)
     if kind == "sacct":
         text = "\n".join(line for lines in _batches(path, source) for line in lines)
         jobs, events, problems = read_sacct(load_json(text, source=source), source=source)
@@ -66,7 +74,12 @@ def read_file(
             batch.add("gpu_minutes", frame)
         else:
             frame, problems = inference_windows(
-                samples, default_cluster=default_cluster, source=source, state=inference_state, scrape_ts_ms=scrape_ms
+                samples,
+                default_cluster=default_cluster,
+                source=source,
+                state=inference_state,
+                scrape_ts_ms=scrape_ms,
+                mappings=mappings,
             )
             batch.add("inference_windows", frame)
         batch.problems.extend(problems)
@@ -75,13 +88,13 @@ def read_file(
     return batch
 
 
-def sort_for_import(paths: Iterable[Path]) -> list[Path]:
+def sort_for_import(paths: Iterable[Path], *, mappings: MappingIndex = DEFAULT_INDEX) -> list[Path]:
     """A stable import order: by kind (quotas, jobs, GPUs, services), then by the time in the file
     name, so that each vLLM replica's day files are read in order."""
 
     def key(path: Path) -> tuple[int, str, str]:
         try:
-            kind = detect_kind(path)
+            kind = detect_kind(path, mappings=mappings)
         except (InputError, OSError):
             kind = None
         rank = KINDS.index(kind) if kind in KINDS else len(KINDS)
@@ -90,7 +103,7 @@ def sort_for_import(paths: Iterable[Path]) -> list[Path]:
     return sorted(paths, key=key)
 
 
-def detect_kind(path: Path) -> str | None:
+def detect_kind(path: Path, *, mappings: MappingIndex = DEFAULT_INDEX) -> str | None:
     """The kind of file (one of `KINDS`) from its first 64 KiB of content, or None."""
     with ExitStack() as stack:
         raw = _open(path, stack)
@@ -98,10 +111,10 @@ def detect_kind(path: Path) -> str | None:
             head = raw.read(_PEEK).decode("utf-8", errors="replace")
         except (EOFError, OSError, zlib.error):
             return None
-    return kind_of(head)
+    return kind_of(head, mappings=mappings)
 
 
-def kind_of(head: str) -> str | None:
+def kind_of(head: str, *, mappings: MappingIndex = DEFAULT_INDEX) -> str | None:
     text = head.lstrip()
     if text.startswith(("{", "[")):
         return "sacct"
@@ -114,7 +127,7 @@ def kind_of(head: str) -> str | None:
         name = line.partition("{")[0].partition(" ")[0]
         if name.startswith(("DCGM_FI_", "dcgm_")):
             return "dcgm"
-        if DEFAULT_INDEX.knows(name):
+        if mappings.knows(name):
             return "inference"
     return None
 

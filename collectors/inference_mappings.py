@@ -15,6 +15,9 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 
+from gpusteward.config.inference import InferenceMappingConfig, parse_selector
+from gpusteward.config.schema import Config
+
 
 @dataclass(frozen=True)
 class Selector:
@@ -168,3 +171,39 @@ def sample_names(mapping: InferenceMapping) -> set[str]:
     for selectors in (mapping.requests, mapping.errors, mapping.prompt_tokens, mapping.generation_tokens):
         names |= {s.name for s in selectors}
     return names | set(mapping.running) | set(mapping.waiting) | set(mapping.kv_cache)
+
+
+def from_config(entry: InferenceMappingConfig) -> InferenceMapping:
+    """One `[[inference.mappings]]` entry of the config as a mapping (its selectors already checked)."""
+
+    def selectors(texts: list[str]) -> tuple[Selector, ...]:
+        parsed = [parse_selector(t) for t in texts]
+        return tuple(Selector(p.name, dict(p.labels), p.present) for p in parsed)
+
+    return InferenceMapping(
+        server=entry.server,
+        service_labels=tuple(entry.service_labels),
+        default_service=entry.default_service,
+        e2e=tuple(entry.e2e),
+        ttft=tuple(entry.ttft),
+        latency_scale=entry.latency_scale,
+        requests=selectors(entry.requests),
+        errors=selectors(entry.errors),
+        prompt_tokens=selectors(entry.prompt_tokens),
+        generation_tokens=selectors(entry.generation_tokens),
+        running=tuple(entry.running),
+        waiting=tuple(entry.waiting),
+        kv_cache=tuple(entry.kv_cache),
+    )
+
+
+def mapping_index(config: Config | None) -> MappingIndex:
+    """The built-ins plus the config's `inference.mappings` (one with a built-in's server name replaces it)."""
+    if config is None or not config.inference.mappings:
+        return DEFAULT_INDEX
+    own = [from_config(entry) for entry in config.inference.mappings]
+    names = {m.server for m in own}
+    return MappingIndex([*(m for m in BUILT_IN if m.server not in names), *own])
+
+
+DEFAULT_INDEX = MappingIndex()

@@ -88,7 +88,7 @@ def import_cmd(config_path: str | None, db_path: str | None, files: tuple[str, .
         ) as wh,
         click.progressbar(length=len(paths), label="importing", file=sys.stderr) as bar,
     ):
-        summary = import_files(wh, paths, on_file=lambda _p: bar.update(1))
+        summary = import_files(wh, paths, on_file=lambda _p: bar.update(1), config=config)
     stored = ", ".join(f"{name} {n:,}" for name, n in sorted(summary.rows_stored.items()))
     click.echo(f"imported {summary.files_ok} files; new rows: {stored or 'none'}")
     for problem in summary.problems:

@@ -40,7 +40,7 @@ def run_demo(out_dir: Path, *, seed: int, days: int, nodes: int, serve: bool) ->
     db_path = Path(config.resolve(config.warehouse.path))
     with open_warehouse(db_path, threads=config.warehouse.threads, memory_limit=config.warehouse.memory_limit) as wh:
         with click.progressbar(length=len(manifest.files), label="importing", file=None) as bar:
-            summary = import_files(wh, [data_dir], on_file=lambda _p: bar.update(1))
+            summary = import_files(wh, [data_dir], on_file=lambda _p: bar.update(1), config=config)
         if summary.errors:
             raise click.ClickException("import failed:\n" + "\n".join(summary.errors))
         clock.lap("import", f"{sum(summary.rows_stored.values()):,} rows into {db_path}")

@@ -8,6 +8,8 @@ from pathlib import Path
 
 from collectors.files import read_file, sort_for_import
 from collectors.inference import WindowState
+from collectors.inference_mappings import mapping_index
+from gpusteward.config.schema import Config
 from gpusteward.errors import InputError
 from warehouse import Warehouse
 
@@ -47,14 +49,16 @@ def import_files(
     paths: Sequence[Path],
     *,
     on_file: Callable[[Path], None] | None = None,
+    config: Config | None = None,
 ) -> ImportSummary:
     """Import each file as one batch. A bad file is recorded as a failed run and skipped; the
-    files before and after it are stored."""
+    files before and after it are stored. `config`: its `inference.mappings` join the built-ins."""
     summary = ImportSummary()
     state = WindowState()
-    for path in sort_for_import(expand(paths)):
+    mappings = mapping_index(config)
+    for path in sort_for_import(expand(paths), mappings=mappings):
         try:
-            batch = read_file(path, inference_state=state)
+            batch = read_file(path, inference_state=state, mappings=mappings)
             result = wh.ingest(str(path), batch.frames, [str(p) for p in batch.problems])
         except InputError as exc:
             summary.errors.append(str(exc))

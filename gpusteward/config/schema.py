@@ -12,6 +12,7 @@ from typing import Literal
 
 from gpusteward.config.alerting import AlertEngineConfig, OutboxConfig, SilenceConfig
 from gpusteward.config.fields import opt, req
+from gpusteward.config.inference import InferenceConfig
 from gpusteward.config.protection import InferenceReserveLine as InferenceReserveLine  # noqa: PLC0414 - re-exported
 from gpusteward.config.protection import ProtectionConfig as ProtectionConfig  # noqa: PLC0414 - re-exported
 from gpusteward.domain import Scenario
@@ -140,6 +141,7 @@ class Config:
     alerts: AlertsConfig = opt(AlertsConfig(), "alert receivers")
     reports: ReportsConfig = opt(ReportsConfig(), "the monthly review")
     quota: QuotaConfig = opt(QuotaConfig(), "the quota recommender")
+    inference: InferenceConfig = opt(InferenceConfig(), "inference-server metric mappings added to the built-ins")
     base_dir: str = field(default=".", metadata={"help": "", "internal": True})
 
     def resolve(self, relative: str) -> str:

@@ -10,6 +10,7 @@ from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 import polars as pl
 
+from gpusteward.config.inference import SELECTOR_ROLES, parse_selector
 from gpusteward.config.schema import Config, ScenarioConfig, SloConfig
 from gpusteward.domain import Scenario
 from gpusteward.indicators import INDICATORS, Unit
@@ -17,6 +18,7 @@ from gpusteward.tables import JOBS
 
 _TEXT_JOB_FIELDS = frozenset(name for name, dtype in JOBS.items() if dtype == pl.Utf8)
 _MULTIPLES = frozenset({"share_over_entitlement"})
+_METRIC_NAME = re.compile(r"[A-Za-z_:][A-Za-z0-9_:]*")
 
 
 def _zone_ok(name: str) -> bool:
@@ -176,12 +178,42 @@ def _reports_and_quota(config: Config) -> list[str]:
     return problems
 
 
+def _inference_mappings(config: Config) -> list[str]:
+    """Mapping servers are unique, name a service and a signal, and their selectors parse."""
+    problems = []
+    servers = [m.server for m in config.inference.mappings]
+    for i, m in enumerate(config.inference.mappings):
+        path = f"inference.mappings[{i}]"
+        if not m.server.strip():
+            problems.append(f"{path}.server: expected a non-empty name")
+        elif servers.count(m.server) > 1:
+            problems.append(f"{path}.server: duplicate mapping for server {m.server!r}")
+        if not m.service_labels and not m.default_service:
+            problems.append(f"{path}.service_labels: name at least one service label, or set default_service")
+        if not (m.e2e or m.ttft or m.requests):
+            problems.append(f"{path}: maps no latency histogram (e2e, ttft) and no requests counter")
+        if not m.latency_scale > 0:
+            problems.append(f"{path}.latency_scale: expected a positive number, got {m.latency_scale}")
+        for role in SELECTOR_ROLES:
+            for j, text in enumerate(getattr(m, role)):
+                try:
+                    parse_selector(text)
+                except ValueError as exc:
+                    problems.append(f"{path}.{role}[{j}]: {exc}")
+        for role in ("e2e", "ttft", "running", "waiting", "kv_cache"):
+            for j, name in enumerate(getattr(m, role)):
+                if not _METRIC_NAME.fullmatch(name):
+                    problems.append(f"{path}.{role}[{j}]: {name!r} is not a metric name")
+    return problems
+
+
 CHECKS: tuple[Callable[[Config], list[str]], ...] = (
     _clusters,
     _teams_and_rules,
     _slos,
     _alerts_and_lines,
     _reports_and_quota,
+    _inference_mappings,
 )
 
 
