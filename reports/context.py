@@ -12,7 +12,16 @@ from gpusteward.indicators import INDICATORS, Direction, Unit
 from reports.evidence import Notes, cluster_coverage
 from reports.model import Bound, Message, Quantity, QuantityKind, Term, Text
 from sla.outputs import MonthOutputs
-from sla.results import BREACH_EPISODES, COMPLETENESS, IDLE_BY_JOB, QUOTA_PLAN_ITEMS, SLA_RESULTS, USAGE
+from sla.results import (
+    BREACH_EPISODES,
+    COMPLETENESS,
+    DAILY_USAGE,
+    FAILURES,
+    IDLE_BY_JOB,
+    QUOTA_PLAN_ITEMS,
+    SLA_RESULTS,
+    USAGE,
+)
 
 FRAMES: dict[str, tuple[str, pl.Schema]] = {
     "results": ("sla_results", SLA_RESULTS),
@@ -21,6 +30,8 @@ FRAMES: dict[str, tuple[str, pl.Schema]] = {
     "usage": ("usage", USAGE),
     "completeness": ("completeness", COMPLETENESS),
     "plan_items": ("quota_plan_items", QUOTA_PLAN_ITEMS),
+    "daily_usage": ("daily_usage", DAILY_USAGE),
+    "failures": ("failures", FAILURES),
 }
 """MonthOutputs attribute -> (source name in the catalogue, schema)."""
 

@@ -6,13 +6,14 @@ latency), so renderers only draw. A chart with nothing to draw is not built: the
 
 from __future__ import annotations
 
+from datetime import date, timedelta
 from typing import Any
 
 import polars as pl
 
 from reports.context import Context
 from reports.evidence import Evidence, nullable_sum, overall_coverage, ratio
-from reports.model import Cell, Chart, Series, Term
+from reports.model import Cell, Chart, Series, Term, Text
 
 QUEUE_SERIES = ("queue_wait_p50", "queue_wait_p95", "queue_wait_max")
 SERVICE_SERIES = ("latency_p95", "latency_p99")
@@ -127,3 +128,70 @@ def idle_chart(ctx: Context, idle: pl.DataFrame, covered: float | None) -> Chart
     note = ctx.notes.ref(Evidence("idle_by_job", idle.height, covered, None, "by team"))
     categories: tuple[Cell, ...] = tuple(ctx.team(str(t)) for t in teams["team"].to_list())
     return Chart("idle_by_team", "stacked", categories, series, note=note)
+
+
+def _at_most_one(value: float | None) -> float | None:
+    return None if value is None else min(1.0, value)
+
+
+def _days(ctx: Context, daily: pl.DataFrame) -> list[date]:
+    """Every day of the month up to the last day with data (a month in progress stops there)."""
+    last = daily["day"].max()
+    if not isinstance(last, date):
+        return []
+    first = ctx.month.start.date()
+    return [first + timedelta(days=i) for i in range((last - first).days + 1)]
+
+
+def daily_charts(ctx: Context, daily: pl.DataFrame) -> tuple[Chart, ...]:
+    """Allocated GPU-hours per day by scenario and, where telemetry exists, the mean utilisation while allocated.
+
+    A day without job records holding GPUs is 0 GPU-hours; a day without telemetry has no utilisation
+    (a gap in the line), never 0.
+    """
+    days = _days(ctx, daily)
+    if not days:
+        return ()
+    per = daily.group_by("day", "scenario").agg(
+        *nullable_sum("gpu_hours", "util_minutes"),
+        (pl.col("util_mean") * pl.col("util_minutes")).sum().alias("_util_sum"),
+    )
+    order = per.group_by("scenario").agg(nullable_sum("gpu_hours")).sort(
+        ["gpu_hours", "scenario"], descending=[True, False], nulls_last=True
+    )
+    scenarios = [str(s) for s in order["scenario"].to_list()]
+    hours: dict[tuple[date, str], float] = {}
+    util: dict[tuple[date, str], float] = {}
+    for row in per.iter_rows(named=True):
+        key = (row["day"], str(row["scenario"]))
+        hours[key] = float(row["gpu_hours"] or 0.0)
+        if row["util_minutes"]:
+            util[key] = float(row["_util_sum"]) / float(row["util_minutes"])
+    categories: tuple[Cell, ...] = tuple(Text(str(d.day)) for d in days)
+    clusters = sorted({str(c) for c in ctx.frame("usage")["cluster"].to_list() if c is not None})
+    coverage = overall_coverage(ctx.frame("completeness"), "jobs", clusters)
+    note = ctx.notes.ref(Evidence("daily_usage", daily.height, coverage, None, "by day (UTC) and scenario"))
+    charts = [
+        Chart(
+            "daily_gpu_hours",
+            "lines",
+            categories,
+            tuple(Series(Term("scenario", s), tuple(hours.get((d, s), 0.0) for d in days)) for s in scenarios),
+            note=note,
+        )
+    ]
+    if util:
+        allocated = sum(hours.values()) * 60.0
+        measured = float(per["util_minutes"].sum() or 0)
+        measured_rows = daily.filter(pl.col("util_minutes") > 0).height
+        pointer = "by day (UTC) and scenario; allocated GPU-minutes with telemetry"
+        util_note = ctx.notes.ref(
+            Evidence("daily_usage", measured_rows, _at_most_one(ratio(measured, allocated)), None, pointer)
+        )
+        series = tuple(
+            Series(Term("scenario", s), tuple(util.get((d, s)) for d in days))
+            for s in scenarios
+            if any((d, s) in util for d in days)
+        )
+        charts.append(Chart("daily_utilisation", "lines", categories, series, percent=True, note=util_note))
+    return tuple(charts)

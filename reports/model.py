@@ -113,8 +113,10 @@ class Series:
     values: tuple[float | None, ...]
 
 
-ChartKind = Literal["bars", "stacked"]
-"""bars: series side by side per category; stacked: series stacked into one bar per category."""
+ChartKind = Literal["bars", "stacked", "lines"]
+"""bars: series side by side per category; stacked: series stacked into one bar per category;
+lines: one line per series over the categories in order (a time series; `chart.<key>.x_axis` names
+the category axis)."""
 
 
 @dataclass(frozen=True)

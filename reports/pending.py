@@ -1,8 +1,8 @@
 """Sections whose data comes from more than one month, or not yet from any producer.
 
 - `trend`: SLA compliance per scenario in this month and the earlier months the caller passed.
-- `failures`: success rate per queue from SLA_RESULTS; failing jobs by type and team need per-job
-  failure records, which MonthOutputs does not hold yet.
+- `failures`: success rate per queue from SLA_RESULTS, then the failed job records (FAILURES) by
+  scenario and team, and the job names that failed most with their queue and final states.
 - `preemption`: preemptions, lost GPU-hours and recovery time per queue from SLA_RESULTS (the
   evaluator's preemption indicators); not available when the month has none.
 - `applied`: whether last month's applied changes helped: quota plans are dry runs, nothing is
@@ -15,7 +15,7 @@ import polars as pl
 
 from gpusteward.domain import Scenario
 from reports.context import Context
-from reports.evidence import Evidence
+from reports.evidence import Evidence, overall_coverage
 from reports.findings import sla_evidence
 from reports.model import Block, Cell, Column, Message, Quantity, Row, Section, Table, Term, Text
 from sla.outputs import MonthOutputs
@@ -82,14 +82,16 @@ def build_trend(ctx: Context) -> Section:
     return Section("trend", tuple(blocks))
 
 
-def build_failures(ctx: Context) -> Section:
-    """Success rate per queue where the evaluator produced one; per-job failure records are not available."""
-    reason = ctx.unavailable("results")
-    if reason is not None:
-        return Section("failures", unavailable=reason)
+TOP_FAILING = 10
+"""Job names listed in the failures section, most failed records first."""
+
+
+def _success_rates(ctx: Context) -> list[Block]:
+    if ctx.unavailable("results") is not None:
+        return []
     rates = ctx.frame("results").filter(pl.col("indicator") == "success_rate").sort(["scenario", "subject"])
     if rates.is_empty():
-        return Section("failures", unavailable=Message("reason.no_failure_records"))
+        return []
     rows = []
     for row in rates.iter_rows(named=True):
         cells: tuple[Cell, ...] = (
@@ -105,7 +107,89 @@ def build_failures(ctx: Context) -> Section:
         Column("col.success_rate", numeric=True),
         Column("col.objective", numeric=True),
     )
-    return Section("failures", (Table(columns, tuple(rows)), Message("failures.by_job_unavailable")))
+    return [Table(columns, tuple(rows))]
+
+
+def _states(group: pl.DataFrame) -> Text:
+    """Final states with their record counts, most first: "FAILED 180, TIMEOUT 43"."""
+    by = group.group_by("state").agg(pl.col("records").sum()).sort(["records", "state"], descending=[True, False])
+    return Text(", ".join(f"{r['state']} {r['records']}" for r in by.iter_rows(named=True)))
+
+
+def _failure_note(ctx: Context, group: pl.DataFrame, coverage: float | None, pointer: str) -> int:
+    records = group["records"].sum()
+    return ctx.notes.ref(Evidence("failures", int(records or 0), coverage, None, pointer))
+
+
+def _failed_jobs(ctx: Context) -> list[Block]:
+    """Failed records per scenario and team, then the job names that failed most, with queue and state."""
+    if ctx.unavailable("failures") is not None:
+        return []
+    failed = ctx.frame("failures")
+    clusters = sorted({str(q).split("/")[0] for q in failed["queue"].to_list() if q is not None})
+    coverage = overall_coverage(ctx.frame("completeness"), "jobs", clusters)
+    teams = (
+        failed.group_by("scenario", "team")
+        .agg(pl.col("records").sum())
+        .sort(["records", "scenario", "team"], descending=[True, False, False])
+    )
+    rows: list[Row] = []
+    for row in teams.iter_rows(named=True):
+        group = failed.filter((pl.col("scenario") == row["scenario"]) & (pl.col("team") == row["team"]))
+        cells: tuple[Cell, ...] = (
+            Term("scenario", row["scenario"]),
+            ctx.team(row["team"]),
+            Quantity(row["records"], "count"),
+            _states(group),
+        )
+        pointer = f"jobs ended in the month in a failure state, scenario={row['scenario']} team={row['team']}"
+        rows.append(Row(cells, _failure_note(ctx, group, coverage, pointer)))
+    by_team = Table(
+        (Column("col.scenario"), Column("col.team"), Column("col.failed_records", numeric=True),
+         Column("col.final_states")),
+        tuple(rows),
+    )
+    top = failed.group_by("name", "queue", "scenario", "team").agg(pl.col("records").sum()).sort(
+        ["records", "name", "queue", "scenario", "team"], descending=[True, False, False, False, False]
+    ).head(TOP_FAILING)
+    rows = []
+    for row in top.iter_rows(named=True):
+        group = failed.filter(
+            (pl.col("name") == row["name"]) & (pl.col("queue") == row["queue"])
+            & (pl.col("scenario") == row["scenario"]) & (pl.col("team") == row["team"])
+        )
+        cells = (
+            Text(row["name"] or "?"),
+            Text(str(row["queue"])),
+            Term("scenario", row["scenario"]),
+            ctx.team(row["team"]),
+            Quantity(row["records"], "count"),
+            _states(group),
+        )
+        pointer = f"name={row['name']} queue={row['queue']} team={row['team']}"
+        rows.append(Row(cells, _failure_note(ctx, group, coverage, pointer)))
+    top_table = Table(
+        (Column("col.job_name"), Column("col.queue"), Column("col.scenario"), Column("col.team"),
+         Column("col.failed_records", numeric=True), Column("col.final_states")),
+        tuple(rows),
+    )
+    total = Quantity(int(failed["records"].sum() or 0), "count")
+    return [
+        Message("failures.by_team", (("records", total),)),
+        by_team,
+        Message("failures.top_jobs", (("count", Quantity(top.height, "count")),)),
+        top_table,
+    ]
+
+
+def build_failures(ctx: Context) -> Section:
+    """Success rate per queue where the evaluator produced one, then failed job records by scenario and team."""
+    rates, jobs = _success_rates(ctx), _failed_jobs(ctx)
+    if not rates and not jobs:
+        return Section("failures", unavailable=Message("reason.no_failure_records"))
+    if not jobs:
+        jobs = [Message("failures.no_failed_records")]
+    return Section("failures", tuple(rates + jobs))
 
 
 PREEMPTION_INDICATORS = ("preemptions", "preemption_rate", "preempted_gpu_hours", "recovery_time_p95")

@@ -43,7 +43,15 @@ _STYLE: dict[Any, Any] = {  # rc keys are typed as literals; this table is check
 }
 
 
+LINE_STYLES = ("-", "--", ":", "-.")
+MARKERS = ("o", "s", "^", "D", "v", "x", "+", "*")
+LINE_GREYS = ("#000000", "#555555", "#8a8a8a")
+LINES_HEIGHT_IN = 3.0
+
+
 def _height(chart: Chart) -> float:
+    if chart.kind == "lines":
+        return LINES_HEIGHT_IN
     per_category = 0.22 * (1 if chart.kind == "stacked" else len(chart.series)) + 0.18
     return max(1.8, 0.9 + per_category * len(chart.categories))
 
@@ -62,7 +70,42 @@ def _tick(fmt: Formatter, percent: bool) -> FuncFormatter:
 def render_svg(chart: Chart, fmt: Formatter) -> str:
     """The chart as an SVG document in the formatter's language."""
     with mpl.rc_context(_STYLE):
-        return _draw(chart, fmt)
+        return _draw_lines(chart, fmt) if chart.kind == "lines" else _draw(chart, fmt)
+
+
+def _svg(fig: Figure) -> str:
+    fig.tight_layout()
+    out = io.StringIO()
+    fig.savefig(out, format="svg", metadata={"Date": None}, bbox_inches="tight")
+    return out.getvalue()
+
+
+def _draw_lines(chart: Chart, fmt: Formatter) -> str:
+    """A time series: one line per series, told apart in grey by dash pattern, marker and shade.
+
+    A None value is a gap in its line (no data), never a drop to zero.
+    """
+    fig = Figure(figsize=(WIDTH_IN, _height(chart)))
+    ax = fig.add_subplot()
+    n = len(chart.categories)
+    for i, series in enumerate(chart.series):
+        values = [v if v is not None else float("nan") for v in series.values]
+        ax.plot(range(n), values, color=LINE_GREYS[i % len(LINE_GREYS)], linestyle=LINE_STYLES[i % len(LINE_STYLES)],
+                marker=MARKERS[i % len(MARKERS)], markersize=3.5, markerfacecolor="none", linewidth=1.1,
+                label=fmt.cell(series.label))
+    step = max(1, -(-n // 16))  # at most 16 labels along the category axis
+    ax.set_xticks(range(0, n, step), [fmt.cell(chart.categories[c]) for c in range(0, n, step)])
+    ax.set_xlim(-0.5, n - 0.5)
+    ax.set_xlabel(fmt.t(f"chart.{chart.key}.x_axis"))
+    ax.set_ylabel(fmt.t(f"chart.{chart.key}.axis"))
+    ax.yaxis.set_major_formatter(_tick(fmt, chart.percent))
+    ax.set_ylim(bottom=0, top=1.0 if chart.percent else None)
+    ax.grid(axis="y", color="#bbbbbb", linewidth=0.5)
+    ax.set_axisbelow(True)
+    if len(chart.series) > 1:
+        ax.legend(loc="lower left", bbox_to_anchor=(0.0, 1.0), ncol=min(len(chart.series), 4), frameon=False,
+                  borderaxespad=0.2)
+    return _svg(fig)
 
 
 def _draw(chart: Chart, fmt: Formatter) -> str:
@@ -97,10 +140,7 @@ def _draw(chart: Chart, fmt: Formatter) -> str:
     if len(handles) > 1:  # one series needs no legend: the axis label names it
         ax.legend(handles=handles, loc="lower left", bbox_to_anchor=(0.0, 1.0), ncol=min(len(handles), 5),
                   frameon=False, borderaxespad=0.2)
-    fig.tight_layout()
-    out = io.StringIO()
-    fig.savefig(out, format="svg", metadata={"Date": None}, bbox_inches="tight")
-    return out.getvalue()
+    return _svg(fig)
 
 
 def _no_data_labels(ax: Axes, chart: Chart, fmt: Formatter) -> None:

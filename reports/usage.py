@@ -6,7 +6,7 @@ import polars as pl
 
 from reports.context import Context
 from reports.evidence import Evidence, nullable_sum, overall_coverage, ratio
-from reports.figures import scenario_chart, team_share_chart
+from reports.figures import daily_charts, scenario_chart, team_share_chart
 from reports.model import Block, Cell, Column, Message, Quantity, Row, Section, Table, Term, Text
 
 
@@ -79,6 +79,8 @@ def build_task_mix(ctx: Context) -> Section:
     blocks += [Message("task_mix.by_scenario"), Table(columns, tuple(rows))]
     if (chart := scenario_chart(ctx, usage)) is not None:
         blocks.append(chart)
+    if ctx.unavailable("daily_usage") is None:
+        blocks += daily_charts(ctx, ctx.frame("daily_usage"))
 
     rows = []
     for row in _grouped(usage, "team").iter_rows(named=True):

@@ -10,7 +10,9 @@ import polars as pl
 
 from gpusteward.config.schema import Config
 from sla.completeness import completeness
+from sla.daily import daily_usage
 from sla.evaluator import EvaluatorRegistry, evaluate
+from sla.failures import failures
 from sla.idle import idle_by_gpu, idle_by_job
 from sla.inputs import EvaluationInputs
 from sla.ledger import ledger
@@ -33,4 +35,6 @@ def evaluate_month(
         plan_items=pl.DataFrame(schema=QUOTA_PLAN_ITEMS),
         ledger=ledger(inputs, config),
         gpu_states=idle_by_gpu(inputs, config),
+        daily_usage=daily_usage(inputs, config),
+        failures=failures(inputs, config),
     )

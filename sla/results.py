@@ -121,3 +121,25 @@ LEDGER = schema(
         "evidence": pl.Utf8,
     }
 )
+
+DAILY_USAGE = schema(
+    {
+        "day": pl.Date,  # UTC calendar day
+        "scenario": pl.Utf8,
+        "team": pl.Utf8,
+        "gpu_hours": pl.Float64,  # allocated GPU-hours held inside the day (and the evaluation window)
+        "util_minutes": pl.Int64,  # allocated GPU-minutes of the day with a utilisation value
+        "util_mean": pl.Float64,  # mean utilisation 0..1 over those minutes; null when none
+    }
+)
+
+FAILURES = schema(
+    {
+        "scenario": pl.Utf8,
+        "team": pl.Utf8,
+        "queue": pl.Utf8,  # "<cluster>/<partition>"
+        "name": pl.Utf8,  # job name as the scheduler recorded it
+        "state": pl.Utf8,  # the record's final state (first word), one of domain.FAILURE_STATES
+        "records": pl.Int64,  # job records that ended in the window in that state
+    }
+)

@@ -14,6 +14,7 @@ from gpusteward.tables import schema
 from sla import results
 from sla.inputs import GPU_INVENTORY, EvaluationInputs
 from sla.outputs import MonthOutputs
+from warehouse.daily import month_daily_usage, month_failures
 from warehouse.ledger import month_gpu_states, month_ledger
 from warehouse.sql import run, scalar
 
@@ -35,6 +36,8 @@ USER_TABLES = (
     "alerts",
     "ledger",
     "gpu_states",
+    "daily_usage",
+    "failures",
 )
 _TIME_COLUMN = {
     "gpu_minutes": "ts",
@@ -174,6 +177,8 @@ def month_outputs(con: duckdb.DuckDBPyConnection, month: Month) -> MonthOutputs:
         plan_items=plan_items,
         ledger=month_ledger(con, month),
         gpu_states=month_gpu_states(con, month),
+        daily_usage=month_daily_usage(con, month),
+        failures=month_failures(con, month),
     )
 
 

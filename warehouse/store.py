@@ -100,6 +100,8 @@ class Warehouse:
             "completeness": outputs.completeness,
             "ledger": outputs.ledger,
             "gpu_states": outputs.gpu_states,
+            "daily_usage": outputs.daily_usage,
+            "failures": outputs.failures,
         }
         con = self._con
         with transaction(con):

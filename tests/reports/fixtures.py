@@ -15,7 +15,16 @@ import polars as pl
 from gpusteward.config.schema import Config, InferenceReserveLine, ProtectionConfig, TeamConfig
 from gpusteward.domain import Month
 from sla.outputs import MonthOutputs
-from sla.results import BREACH_EPISODES, COMPLETENESS, IDLE_BY_JOB, QUOTA_PLAN_ITEMS, SLA_RESULTS, USAGE
+from sla.results import (
+    BREACH_EPISODES,
+    COMPLETENESS,
+    DAILY_USAGE,
+    FAILURES,
+    IDLE_BY_JOB,
+    QUOTA_PLAN_ITEMS,
+    SLA_RESULTS,
+    USAGE,
+)
 
 MONTH = Month(2026, 11)
 
@@ -98,6 +107,32 @@ _PLAN: list[tuple[Any, ...]] = [
 ]
 
 
+_FAILURES: list[tuple[Any, ...]] = [
+    # scenario, team, queue, name, state, records
+    ("evaluation", "vision", "west/eval", "eval-harness", "FAILED", 14),
+    ("training", "nlp", "east/train", "llm-7b", "TIMEOUT", 6),
+    ("training", "nlp", "east/train", "llm-7b", "FAILED", 3),
+    ("evaluation", "nlp", "west/eval", "eval-mmlu", "FAILED", 2),
+    ("interactive", "research", "west/notebooks", "jupyter", "NODE_FAIL", 1),
+]
+
+
+def _daily() -> pl.DataFrame:
+    """Thirty days of training (busier on weekdays), steady serving, and evaluation from the 10th; no
+    telemetry for evaluation on the 20th (a gap in its utilisation line)."""
+    rows: list[tuple[Any, ...]] = []
+    for i in range(30):
+        day = MONTH.start.date() + timedelta(days=i)
+        weekday = day.weekday() < 5
+        rows.append((day, "training", "nlp", 300.0 if weekday else 180.0, 18000 if weekday else 10800,
+                     0.62 if weekday else 0.48))
+        rows.append((day, "online_inference", "platform", 288.0, 17280, 0.21))
+        if i >= 9:
+            util = (0, None) if i == 19 else (3600, 0.35)
+            rows.append((day, "evaluation", "vision", 60.0 + 4 * i, *util))
+    return pl.DataFrame(rows, schema=DAILY_USAGE, orient="row")
+
+
 def demo_config() -> Config:
     teams = {
         "nlp": TeamConfig(entitled_share=0.30, display_name="NLP"),
@@ -127,6 +162,8 @@ def demo_outputs() -> MonthOutputs:
         usage=pl.DataFrame(_USAGE, schema=USAGE, orient="row"),
         completeness=pl.DataFrame(_COMPLETENESS, schema=COMPLETENESS, orient="row"),
         plan_items=pl.DataFrame(_PLAN, schema=QUOTA_PLAN_ITEMS, orient="row"),
+        daily_usage=_daily(),
+        failures=pl.DataFrame(_FAILURES, schema=FAILURES, orient="row"),
     )
 
 
@@ -147,7 +184,7 @@ def with_frames(outputs: MonthOutputs, **frames: pl.DataFrame) -> MonthOutputs:
     """The outputs with some frames replaced (e.g. emptied, or lacking columns)."""
     merged = {
         name: frames.get(name, getattr(outputs, name))
-        for name in ("results", "idle", "episodes", "usage", "completeness", "plan_items")
+        for name in ("results", "idle", "episodes", "usage", "completeness", "plan_items", "daily_usage", "failures")
     }
     unknown = set(frames) - set(merged)
     if unknown:

@@ -127,3 +127,27 @@ def test_any_sequence_of_overlapping_imports_stores_each_sample_once(
             wh.ingest("x", {"gpu_minutes": frame})
             expected |= {(f"h{host}", 0, T0 + timedelta(minutes=m)) for m in range(start, start + length)}
         assert wh.count("gpu_minutes") == len(expected)
+
+
+def test_daily_usage_and_failures_round_trip(wh: Warehouse) -> None:
+    from datetime import date
+
+    month = Month(2026, 11)
+    daily = tables.conform(
+        pl.DataFrame({"day": [date(2026, 11, 2)], "scenario": ["training"], "team": ["nlp"], "gpu_hours": [12.5],
+                      "util_minutes": [600], "util_mean": [0.4]}),
+        results.DAILY_USAGE,
+    )
+    failures = tables.conform(
+        pl.DataFrame({"scenario": ["evaluation"], "team": ["nlp"], "queue": ["west/eval"], "name": ["sweep"],
+                      "state": ["FAILED"], "records": [3]}),
+        results.FAILURES,
+    )
+    empty = {name: tables.empty(schema) for name, schema in (
+        ("idle", results.IDLE_BY_JOB), ("episodes", results.BREACH_EPISODES), ("usage", results.USAGE),
+        ("completeness", results.COMPLETENESS), ("plan_items", results.QUOTA_PLAN_ITEMS))}
+    outputs = MonthOutputs(month, tables.empty(results.SLA_RESULTS), daily_usage=daily, failures=failures, **empty)
+    wh.store_month_outputs(outputs)
+    back = wh.month_outputs(month)
+    assert back.daily_usage.equals(daily)
+    assert back.failures.equals(failures)

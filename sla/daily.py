@@ -1,0 +1,87 @@
+"""GPU-hours allocated per UTC day, scenario and team, with the mean utilisation while allocated.
+
+GPU-hours are gpus_allocated x the part of the record's [start, end) inside each day and the
+evaluation window (a running job holds its GPUs up to the end of the data), so a day's rows sum to
+what sla.usage counts for the month. The utilisation is that of the allocated GPU-minutes with
+data (GR_ENGINE_ACTIVE when present, else GPU_UTIL / 100), attributed through the job id to the
+team and scenario of the job's latest record; minutes without telemetry are left out, never 0.
+"""
+
+from __future__ import annotations
+
+from datetime import timedelta
+
+import polars as pl
+
+from gpusteward.config.schema import Config
+from gpusteward.domain import UNATTRIBUTED
+from gpusteward.tables import GPU_MINUTES, conform
+from sla.common import Window, classified_jobs, window_of, with_overlap
+from sla.inputs import EvaluationInputs
+from sla.outcomes import utilisation
+from sla.results import DAILY_USAGE
+
+_KEY = ("day", "scenario", "team")
+_DAY = timedelta(days=1)
+
+
+def _daily_hours(jobs: pl.DataFrame, window: Window) -> pl.DataFrame:
+    """(day, scenario, team, gpu_hours) from the records' held intervals, split at UTC midnight."""
+    held = jobs.filter((pl.col("held_s") > 0) & (pl.col("gpus_allocated").fill_null(0) > 0)).select(
+        "scenario",
+        "team",
+        pl.col("gpus_allocated").cast(pl.Float64).alias("_gpus"),
+        pl.max_horizontal(pl.col("start_time"), pl.lit(window.start)).alias("_s"),
+        pl.min_horizontal(pl.col("end_time").fill_null(pl.lit(window.end)), pl.lit(window.end)).alias("_e"),
+    )
+    split = held.with_columns(
+        pl.date_ranges(pl.col("_s").dt.date(), (pl.col("_e") - pl.duration(microseconds=1)).dt.date()).alias("day")
+    ).explode("day")
+    day_start = pl.col("day").cast(pl.Datetime("us"))
+    part_s = pl.max_horizontal(pl.col("_s"), day_start)
+    part_e = pl.min_horizontal(pl.col("_e"), day_start + pl.lit(_DAY))
+    hours = pl.col("_gpus") * (part_e - part_s).dt.total_microseconds().cast(pl.Float64) / 3.6e9
+    return split.group_by(*_KEY).agg(hours.sum().alias("gpu_hours"))
+
+
+def _daily_util(inputs: EvaluationInputs, jobs: pl.DataFrame, window: Window) -> pl.DataFrame:
+    """(day, scenario, team, util_minutes, util_sum) from the allocated GPU-minutes with a value."""
+    owners = (
+        jobs.sort("submit_time")
+        .group_by("cluster", pl.col("job_id").cast(pl.Utf8))
+        .agg(pl.col("team").last(), pl.col("scenario").last())
+    )
+    minutes = (
+        conform(inputs.gpu_minutes, GPU_MINUTES)
+        .filter(pl.col("job_id").is_not_null() & pl.col("ts").is_between(window.start, window.end, closed="left"))
+        .with_columns(utilisation().alias("_util"), pl.col("ts").dt.date().alias("day"))
+        .filter(pl.col("_util").is_not_null() & pl.col("_util").is_not_nan())
+        .group_by("cluster", "job_id", "day")
+        .agg(pl.len().cast(pl.Int64).alias("util_minutes"), pl.col("_util").sum().alias("_util_sum"))
+    )
+    return (
+        minutes.join(owners, on=["cluster", "job_id"], how="left")
+        .with_columns(pl.col("team").fill_null(UNATTRIBUTED), pl.col("scenario").fill_null(UNATTRIBUTED))
+        .group_by(*_KEY)
+        .agg(pl.col("util_minutes").sum(), pl.col("_util_sum").sum())
+    )
+
+
+def daily_usage(inputs: EvaluationInputs, config: Config) -> pl.DataFrame:
+    """DAILY_USAGE (sla/results.py): one row per (day, scenario, team) with GPUs held or telemetry."""
+    window = window_of(inputs)
+    jobs = with_overlap(classified_jobs(inputs, config), window)
+    out = (
+        _daily_hours(jobs, window)
+        .join(_daily_util(inputs, jobs, window), on=list(_KEY), how="full", coalesce=True)
+        .with_columns(
+            pl.col("gpu_hours").fill_null(0.0),
+            pl.col("util_minutes").fill_null(0),
+            pl.when(pl.col("util_minutes") > 0)
+            .then(pl.col("_util_sum") / pl.col("util_minutes"))
+            .otherwise(None)
+            .alias("util_mean"),
+        )
+        .sort(*_KEY)
+    )
+    return out.select([pl.col(n).cast(t) for n, t in DAILY_USAGE.items()])

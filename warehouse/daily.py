@@ -1,0 +1,31 @@
+"""Typed reads of the month's daily usage and failed job records (migration 008).
+
+They are written by `Warehouse.store_month_outputs` with the other month outputs, one month replaced
+at a time; these functions read one month back in the schemas of sla/results.py.
+"""
+
+from __future__ import annotations
+
+import duckdb
+import polars as pl
+
+from gpusteward import tables
+from gpusteward.domain import Month
+from sla.results import DAILY_USAGE, FAILURES
+
+
+def _month(con: duckdb.DuckDBPyConnection, table: str, month: Month, schema: pl.Schema) -> pl.DataFrame:
+    frame = con.sql(f'SELECT * FROM "{table}" WHERE month = ?', params=[str(month)]).pl()  # noqa: S608 - fixed names
+    return tables.conform(frame, schema) if frame.height else tables.empty(schema)
+
+
+def month_daily_usage(con: duckdb.DuckDBPyConnection, month: Month) -> pl.DataFrame:
+    """DAILY_USAGE rows stored for `month`, by day, scenario and team."""
+    return _month(con, "daily_usage", month, DAILY_USAGE).sort("day", "scenario", "team")
+
+
+def month_failures(con: duckdb.DuckDBPyConnection, month: Month) -> pl.DataFrame:
+    """FAILURES rows stored for `month`, most records first."""
+    return _month(con, "failures", month, FAILURES).sort(
+        ["records", "scenario", "team", "queue", "name", "state"], descending=[True, False, False, False, False, False]
+    )
