@@ -48,4 +48,5 @@ TABLE_SCHEMAS: dict[str, pl.Schema] = {
     "job_events": tables.JOB_EVENTS,
     "inference_windows": tables.INFERENCE_WINDOWS,
     "quota_snapshots": tables.QUOTA_SNAPSHOTS,
+    "quota_usage": tables.QUOTA_USAGE,
 }

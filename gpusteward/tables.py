@@ -117,6 +117,19 @@ QUOTA_SNAPSHOTS = schema(
 )
 QUOTA_SNAPSHOTS_KEY = ("cluster", "ts", "kind", "name")
 
+QUOTA_USAGE = schema(
+    {
+        "cluster": pl.Utf8,
+        "ts": TS,
+        "kind": pl.Utf8,  # qos | account | partition
+        "name": pl.Utf8,
+        "gpus_in_use": pl.Int32,  # GPUs held by running jobs at ts, against that quota's gpu_limit
+        "jobs_running": pl.Int32,
+        "jobs_pending": pl.Int32,
+    }
+)
+QUOTA_USAGE_KEY = ("cluster", "ts", "kind", "name")
+
 
 def empty(schema: pl.Schema) -> pl.DataFrame:
     return pl.DataFrame(schema=schema)

@@ -11,14 +11,13 @@ from __future__ import annotations
 import json
 import os
 from datetime import UTC, datetime
-from pathlib import Path
 from typing import Any
 
 import click
+import polars as pl
 
 from collectors.slurm import (
     DryRunScheduler,
-    FileWatermarks,
     QuotaTarget,
     QuotaWriter,
     RestQuotaWriter,
@@ -61,34 +60,46 @@ def scheduler(
 
 @scheduler.command("collect")
 @click.option("--db", "db_path", required=True, type=click.Path(dir_okay=False), help="Warehouse file.")
-@click.option(
-    "--watermarks",
-    type=click.Path(dir_okay=False),
-    default=None,
-    help="JSON file of watermarks (default: next to the warehouse).",
-)
 @click.pass_context
-def collect(ctx: click.Context, db_path: str, watermarks: str | None) -> None:
-    """Collect jobs since the last watermark (with overlap) and the current quotas into the warehouse."""
+def collect(ctx: click.Context, db_path: str) -> None:
+    """Collect jobs since the last watermark (with overlap), the current quotas and the GPUs in use
+    against them into the warehouse; the watermark is kept in the warehouse."""
     from warehouse import open_warehouse
+    from warehouse.watermarks import get_watermark, set_watermark
 
     client = SlurmClient(ctx.obj["cluster"], rest=ctx.obj["rest"], cli=SlurmCli())
-    marks = FileWatermarks(Path(watermarks) if watermarks else Path(db_path).with_suffix(".watermarks.json"))
     key = f"slurm:{ctx.obj['cluster']}"
     now = datetime.now(UTC).replace(tzinfo=None, microsecond=0)
-    window = next_window(marks.get(key), now)
-    try:
-        jobs = client.jobs(window.start, window.end)
-        quotas = client.quotas(now)
-    except StewardError as exc:
-        raise click.ClickException(str(exc)) from exc
     with open_warehouse(db_path) as wh:
+        window = next_window(get_watermark(wh, key), now)
+        try:
+            jobs = client.jobs(window.start, window.end)
+            quotas = client.quotas(now)
+            quotas.add("quota_usage", _usage_of_every_quota(quotas.frames.get("quota_snapshots"), client.usage(now)))
+        except StewardError as exc:
+            raise click.ClickException(str(exc)) from exc
         stored: dict[str, Any] = {}
         for batch in (jobs, quotas):
             result = wh.ingest(batch.source, batch.frames, [str(p) for p in batch.problems])
             stored[batch.source] = result.stored
-    marks.set(key, window.end)
+        set_watermark(wh, key, window.end)
     click.echo(json.dumps({"window": [str(window.start), str(window.end)], "stored": stored}, indent=2))
+
+
+def _usage_of_every_quota(snapshots: pl.DataFrame | None, usage: pl.DataFrame) -> pl.DataFrame:
+    """Usage for every quota of the snapshot: one with no running or pending job uses 0 GPUs (a
+    fact worth storing), not "no data"."""
+    if snapshots is None or snapshots.is_empty():
+        return usage
+    keys = ["cluster", "ts", "kind", "name"]
+    counts = ["gpus_in_use", "jobs_running", "jobs_pending"]
+    return (
+        snapshots.select(keys)
+        .unique()
+        .join(usage, on=keys, how="full", coalesce=True)
+        .with_columns(pl.col(c).fill_null(0) for c in counts)
+        .sort(keys)
+    )
 
 
 @scheduler.group("quota")

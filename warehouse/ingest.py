@@ -19,12 +19,14 @@ _KEYED: dict[str, tuple[pl.Schema, str]] = {
     "job_events": (tables.JOB_EVENTS, "IGNORE"),
     "inference_windows": (tables.INFERENCE_WINDOWS, "IGNORE"),
     "quota_snapshots": (tables.QUOTA_SNAPSHOTS, "IGNORE"),
+    "quota_usage": (tables.QUOTA_USAGE, "IGNORE"),
 }
 _KEYS: dict[str, tuple[str, ...]] = {
     "jobs": tables.JOBS_KEY,
     "job_events": tables.JOB_EVENTS_KEY,
     "inference_windows": tables.INFERENCE_WINDOWS_KEY,
     "quota_snapshots": tables.QUOTA_SNAPSHOTS_KEY,
+    "quota_usage": tables.QUOTA_USAGE_KEY,
 }
 
 

@@ -25,6 +25,7 @@ USER_TABLES = (
     "job_events",
     "inference_windows",
     "quota_snapshots",
+    "quota_usage",
     "import_runs",
     "sla_results",
     "idle_by_job",
@@ -45,6 +46,7 @@ _TIME_COLUMN = {
     "job_events": "ts",
     "inference_windows": "ts",
     "quota_snapshots": "ts",
+    "quota_usage": "ts",
 }
 
 

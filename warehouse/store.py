@@ -20,7 +20,7 @@ from warehouse import ingest, queries
 from warehouse.migrate import current_version, migrate
 from warehouse.sql import run, transaction
 
-INGEST_TABLES = ("gpu_minutes", "jobs", "job_events", "inference_windows", "quota_snapshots")
+INGEST_TABLES = ("gpu_minutes", "jobs", "job_events", "inference_windows", "quota_snapshots", "quota_usage")
 
 
 @dataclass(frozen=True)

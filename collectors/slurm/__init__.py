@@ -3,7 +3,7 @@
 from collectors.slurm.client import SlurmClient
 from collectors.slurm.hostlist import expand
 from collectors.slurm.transport import SlurmCli, SlurmRest
-from collectors.slurm.watermark import FileWatermarks, Watermarks, Window, next_window
+from collectors.slurm.watermark import Window, next_window
 from collectors.slurm.writers import RestQuotaWriter, SacctmgrQuotaWriter
 from collectors.slurm.writes import (
     DryRunScheduler,
@@ -16,7 +16,6 @@ from collectors.slurm.writes import (
 
 __all__ = [
     "DryRunScheduler",
-    "FileWatermarks",
     "QuotaChange",
     "QuotaConflictError",
     "QuotaTarget",
@@ -26,7 +25,6 @@ __all__ = [
     "SlurmCli",
     "SlurmClient",
     "SlurmRest",
-    "Watermarks",
     "Window",
     "expand",
     "guarded_write",

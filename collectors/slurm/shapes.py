@@ -19,17 +19,7 @@ from gpusteward import tables
 from gpusteward.errors import InputError
 
 # Current use of GPUs against each quota holder (not a warehouse table: QUOTA_SNAPSHOTS has no usage column).
-QUOTA_USAGE = tables.schema(
-    {
-        "cluster": pl.Utf8,
-        "ts": tables.TS,
-        "kind": pl.Utf8,  # qos | account | partition
-        "name": pl.Utf8,
-        "gpus_in_use": pl.Int32,
-        "jobs_running": pl.Int32,
-        "jobs_pending": pl.Int32,
-    }
-)
+QUOTA_USAGE = tables.QUOTA_USAGE
 # Which GPU (host, index) a running job holds, from slurmctld's gres_detail; joins DCGM's (host, gpu).
 JOB_GPUS = tables.schema({"cluster": pl.Utf8, "job_id": pl.Int64, "host": pl.Utf8, "gpu": pl.Int16})
 

@@ -24,6 +24,7 @@ from gpusteward.errors import InputError, PermanentError, TransientError
 from tests.realslurm.cluster import CLUSTER, SlurmCluster
 from tests.realslurm.scenario import Scenario
 from warehouse import Warehouse, open_warehouse
+from warehouse.watermarks import get_watermark
 
 
 def window() -> tuple[datetime, datetime]:
@@ -256,4 +257,5 @@ def test_scheduler_commands(slurm: SlurmCluster, scenario: Scenario, tmp_path: P
     with open_warehouse(db) as w:
         assert w.count("jobs") >= len(scenario.ids)
         assert w.count("quota_snapshots") > 0
-    assert (tmp_path / "w.watermarks.json").exists()
+        assert w.count("quota_usage") > 0  # GPUs in use against each QOS, account and partition
+        assert get_watermark(w, f"slurm:{CLUSTER}") is not None

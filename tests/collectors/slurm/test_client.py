@@ -13,7 +13,6 @@ import pytest
 
 from collectors.slurm import (
     DryRunScheduler,
-    FileWatermarks,
     QuotaConflictError,
     QuotaTarget,
     RestQuotaWriter,
@@ -132,14 +131,8 @@ def test_dry_run_reads_for_real_and_reports() -> None:
     assert dry.transport.startswith("dry-run(slurmrestd")
 
 
-def test_watermarks(tmp_path: Path) -> None:
+def test_next_window_overlaps_the_watermark() -> None:
     now = datetime(2026, 11, 29, 12)
     assert next_window(None, now).start == now - timedelta(days=1)
-    marks = FileWatermarks(tmp_path / "marks.json")
-    assert marks.get("slurm:c") is None
-    marks.set("slurm:c", now)
-    window = next_window(marks.get("slurm:c"), now + timedelta(hours=1))
+    window = next_window(now, now + timedelta(hours=1))
     assert (window.start, window.end) == (now - timedelta(hours=2), now + timedelta(hours=1))
-    (tmp_path / "bad.json").write_text("{")
-    with pytest.raises(InputError, match=r"bad\.json:1"):
-        FileWatermarks(tmp_path / "bad.json").get("x")
