@@ -47,13 +47,13 @@ def evaluate(wh: Warehouse, config: Config, month: Month) -> MonthOutputs:
 
 
 def _plan(outputs: MonthOutputs, quotas: pl.DataFrame, config: Config, usage: pl.DataFrame) -> Plan:
-    # A plan's id is derived from what it was computed from, so re-running on the same data gives the
-    # same plan instead of a pile of copies.
-    digest = hashlib.sha256(
-        outputs.results.write_csv().encode() + quotas.write_csv().encode() + usage.write_csv().encode()
-    ).hexdigest()[:10]
+    # A plan's id is derived from the changes it proposes, so re-running on the same data gives the
+    # same plan instead of a pile of copies (and float noise in the inputs cannot change it).
+    draft = recommend(outputs.results, usage, quotas, config, "draft")
+    changes = draft.select("cluster", "kind", "name", "current_gpus", "proposed_gpus").sort("cluster", "kind", "name")
+    digest = hashlib.sha256(f"{outputs.month}\n{changes.write_csv()}".encode()).hexdigest()[:10]
     plan_id = f"{outputs.month}-{digest}"
-    items = recommend(outputs.results, usage, quotas, config, plan_id)
+    items = draft.with_columns(pl.lit(plan_id).alias("plan_id"))
     return Plan.from_frame(plan_id, str(outputs.month), datetime.now(UTC), items)
 
 
