@@ -2,19 +2,39 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from datetime import date
 from pathlib import Path
 
 import polars as pl
+import pytest
 from streamlit.testing.v1 import AppTest
 
 from dashboards.app import SCREENS
-from tests.service.serve_helpers import ServedDay
+from simulator import simulate
+from tests.service.serve_helpers import ServedDay, start_service, stop_service
 from warehouse.readmodel import load_read_model
 
 HERE = Path(__file__).parent
 
 
-def test_the_approve_button_approves_through_the_api(served: ServedDay) -> None:
+@pytest.fixture(scope="module")
+def own_served(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ServedDay]:
+    """A service of this test's own: plan ids derive from the proposed changes, so the shared
+    service's one plan may already be decided by the API tests."""
+    staging = tmp_path_factory.mktemp("sim-dashboard")
+    simulate(staging, date(2026, 10, 1), 2, 7, nodes=8)
+    day = start_service(tmp_path_factory.mktemp("svc-dashboard"), staging)
+    try:
+        assert day.service.ready.wait(120), "the service never became ready"
+        assert day.day_done.wait(300), "the simulated day did not finish"
+        yield day
+    finally:
+        stop_service(day)
+
+
+def test_the_approve_button_approves_through_the_api(own_served: ServedDay) -> None:
+    served = own_served
     plans = load_read_model(served.root / "readmodel").plans()
     undecided = plans.filter(pl.col("decision").is_null())
     assert undecided.height >= 1
