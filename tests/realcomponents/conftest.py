@@ -12,6 +12,7 @@ import socket
 import subprocess
 import time
 from collections.abc import Iterator
+from contextlib import contextmanager
 from datetime import date
 from pathlib import Path
 
@@ -65,27 +66,20 @@ def dcgm_files(sim_dir: Path) -> list[Path]:
     return sorted(sim_dir.glob("dcgm/*/*.om.gz"))
 
 
-@pytest.fixture(scope="session")
-def prometheus_url(sim_dir: Path, tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+@contextmanager
+def prometheus_loaded_with(dumps: list[Path], base: Path) -> Iterator[str]:
+    """A real Prometheus on a loopback port, backfilled from OpenMetrics dumps with promtool;
+    stopped when the block exits."""
     binary = require_binary("prometheus", package="prometheus")
     promtool = require_binary("promtool", package="prometheus")
-    base = tmp_path_factory.mktemp("prometheus")
     data = base / "data"
-    for path in dcgm_files(sim_dir):
+    for path in dumps:
         om = base / path.name.removesuffix(".gz")
         om.write_bytes(gzip.decompress(path.read_bytes()))
         # --max-block-duration is hidden and goes before `openmetrics` (see shared notes).
         subprocess.run(
-            [
-                promtool,
-                "tsdb",
-                "create-blocks-from",
-                "--max-block-duration=240h",
-                "openmetrics",
-                "-q",
-                str(om),
-                str(data),
-            ],
+            [promtool, "tsdb", "create-blocks-from", "--max-block-duration=240h", "openmetrics", "-q",
+             str(om), str(data)],
             check=True,
             capture_output=True,
             timeout=300,
@@ -112,6 +106,23 @@ def prometheus_url(sim_dir: Path, tmp_path_factory: pytest.TempPathFactory) -> I
         yield url
     finally:
         stop(proc)
+
+
+@pytest.fixture(scope="session")
+def prometheus_url(sim_dir: Path, tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    with prometheus_loaded_with(dcgm_files(sim_dir), tmp_path_factory.mktemp("prometheus")) as url:
+        yield url
+
+
+def vllm_files(sim_dir: Path) -> list[Path]:
+    return sorted(sim_dir.glob("vllm/*/*.om.gz"))
+
+
+@pytest.fixture(scope="session")
+def prometheus_with_vllm(sim_dir: Path, tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    """A real Prometheus holding the simulator's vLLM samples."""
+    with prometheus_loaded_with(vllm_files(sim_dir), tmp_path_factory.mktemp("prom-vllm")) as url:
+        yield url
 
 
 def to_text_ms(om_text: str) -> str:

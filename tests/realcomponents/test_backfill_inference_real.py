@@ -12,14 +12,12 @@ from collectors.backfill_inference import backfill_inference
 from collectors.inference import WindowState
 from collectors.promapi import PromClient
 from service.importer import import_files
-from tests.realcomponents.conftest import DAYS, START
-from tests.realcomponents.test_promql_quantiles import prometheus_with_vllm, vllm_files
+from tests.realcomponents.conftest import DAYS, START, vllm_files
 from warehouse import open_warehouse
 
 BEGIN = datetime(START.year, START.month, START.day)
 END = BEGIN + timedelta(days=DAYS + 1)  # past the last scrape
 QUERY = "SELECT * FROM inference_windows ORDER BY cluster, service, instance, ts"
-__all__ = ["prometheus_with_vllm"]  # the module's fixture, shared
 
 
 def direct(sim_dir: Path, db: Path) -> pl.DataFrame:

@@ -3,10 +3,7 @@ Prometheus holding the same vLLM samples (issue 5: numbers must equal what opera
 
 from __future__ import annotations
 
-import gzip
 import math
-import subprocess
-from collections.abc import Iterator
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -17,8 +14,7 @@ import pytest
 from collectors.files import read_file, sort_for_import
 from collectors.inference import WindowState
 from gpusteward.domain import Month
-from tests.real import require_binary
-from tests.realcomponents.conftest import free_port, stop, wait_ready
+from tests.realcomponents.conftest import vllm_files
 from warehouse import open_warehouse
 from warehouse.quantiles import window_quantiles
 
@@ -30,58 +26,6 @@ QUERY = (
     ' or label_replace(histogram_quantile(0.99, sum by (le) ({w})), "q", "p99", "", "")'
 )
 SAMPLE_EVERY = 9  # windows compared per replica: every ninth keeps the test to a few seconds
-
-
-def vllm_files(sim_dir: Path) -> list[Path]:
-    return sorted(sim_dir.glob("vllm/*/*.om.gz"))
-
-
-@pytest.fixture(scope="module")
-def prometheus_with_vllm(sim_dir: Path, tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
-    binary = require_binary("prometheus", package="prometheus")
-    promtool = require_binary("promtool", package="prometheus")
-    base = tmp_path_factory.mktemp("prom-vllm")
-    data = base / "data"
-    for path in vllm_files(sim_dir):
-        om = base / path.name.removesuffix(".gz")
-        om.write_bytes(gzip.decompress(path.read_bytes()))
-        subprocess.run(
-            [
-                promtool,
-                "tsdb",
-                "create-blocks-from",
-                "--max-block-duration=240h",
-                "openmetrics",
-                "-q",
-                str(om),
-                str(data),
-            ],
-            check=True,
-            capture_output=True,
-            timeout=300,
-        )
-        om.unlink()
-    (base / "prometheus.yml").write_text("global:\n  scrape_interval: 60s\nscrape_configs: []\n", encoding="utf-8")
-    port = free_port()
-    log = base / "prometheus.log"
-    with log.open("wb") as out:
-        proc = subprocess.Popen(
-            [
-                binary,
-                f"--config.file={base / 'prometheus.yml'}",
-                f"--storage.tsdb.path={data}",
-                "--storage.tsdb.retention.time=3650d",
-                f"--web.listen-address=127.0.0.1:{port}",
-            ],
-            stdout=out,
-            stderr=subprocess.STDOUT,
-        )
-    url = f"http://127.0.0.1:{port}"
-    try:
-        wait_ready(f"{url}/-/ready", proc, log)
-        yield url
-    finally:
-        stop(proc)
 
 
 def ours(sim_dir: Path, tmp_path: Path) -> pl.DataFrame:
