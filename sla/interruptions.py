@@ -24,7 +24,6 @@ from gpusteward.domain import FAILURE_STATES, INTERRUPTED_STATES, Scenario
 from sla.common import (
     Window,
     base_state,
-    classified_jobs,
     ended_in,
     human_duration,
     result_row,
@@ -35,8 +34,7 @@ from sla.common import (
     with_overlap,
 )
 from sla.inputs import EvaluationInputs
-from sla.queues import BATCH_LIKE
-from sla.usage import queue_name
+from sla.queues import BATCH_LIKE, batch_like_jobs
 
 _SETBACK = [*INTERRUPTED_STATES, *FAILURE_STATES]
 
@@ -77,8 +75,7 @@ class InterruptionEvaluator:
 
     def evaluate(self, inputs: EvaluationInputs, config: Config) -> pl.DataFrame:
         window = window_of(inputs)
-        jobs = classified_jobs(inputs, config).filter(pl.col("scenario").is_in([s.value for s in BATCH_LIKE]))
-        jobs = with_overlap(jobs.with_columns(queue_name(), base_state().alias("base_state")), window)
+        jobs = with_overlap(batch_like_jobs(inputs, config), window)
         preempted = jobs.filter(ended_in(window) & pl.col("base_state").is_in(list(INTERRUPTED_STATES)))
         started = jobs.filter(started_in(window)).group_by("queue", "scenario").len("started")
         pre = preempted.group_by("queue", "scenario").agg(

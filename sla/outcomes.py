@@ -25,8 +25,6 @@ from gpusteward.domain import SUCCESS_STATES, Scenario
 from gpusteward.objectives import deadline, reproducibility
 from gpusteward.tables import GPU_MINUTES, conform
 from sla.common import (
-    base_state,
-    classified_jobs,
     ended_in,
     fmt_ratio,
     human_duration,
@@ -38,8 +36,7 @@ from sla.common import (
     with_overlap,
 )
 from sla.inputs import EvaluationInputs
-from sla.queues import BATCH_LIKE
-from sla.usage import queue_name
+from sla.queues import BATCH_LIKE, batch_like_jobs
 
 _BATCH = Scenario.BATCH_INFERENCE.value
 _FINE_TUNING = Scenario.FINE_TUNING.value
@@ -70,8 +67,7 @@ class OutcomeEvaluator:
 
     def evaluate(self, inputs: EvaluationInputs, config: Config) -> pl.DataFrame:
         window = window_of(inputs)
-        jobs = classified_jobs(inputs, config).filter(pl.col("scenario").is_in([s.value for s in BATCH_LIKE]))
-        jobs = with_overlap(jobs.with_columns(queue_name(), base_state().alias("base_state")), window)
+        jobs = with_overlap(batch_like_jobs(inputs, config), window)
         rows = self._efficiency(inputs, config, jobs)
         rows += self._batch(inputs, config, jobs.filter(pl.col("scenario") == _BATCH))
         tuning = jobs.filter((pl.col("scenario") == _FINE_TUNING) & started_in(window))

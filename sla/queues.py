@@ -44,6 +44,13 @@ _WAITS = ("queue_wait_p50", "queue_wait_p95", "queue_wait_max")
 BREAKDOWNS = {"queue_team": "team", "queue_qos": "qos"}
 
 
+def batch_like_jobs(inputs: EvaluationInputs, config: Config) -> pl.DataFrame:
+    """The job records of the batch-like scenarios, with their `queue` and `base_state`: what the
+    queue, outcome and interruption evaluators all start from."""
+    jobs = classified_jobs(inputs, config).filter(pl.col("scenario").is_in([s.value for s in BATCH_LIKE]))
+    return jobs.with_columns(queue_name(), base_state().alias("base_state"))
+
+
 class QueueEvaluator:
     """Built-in evaluator; registered in `default_registry()` like any add-on."""
 
@@ -53,8 +60,7 @@ class QueueEvaluator:
 
     def evaluate(self, inputs: EvaluationInputs, config: Config) -> pl.DataFrame:
         window = window_of(inputs)
-        jobs = classified_jobs(inputs, config).filter(pl.col("scenario").is_in([s.value for s in BATCH_LIKE]))
-        jobs = jobs.with_columns(queue_name(), wait_seconds().alias("wait_s"), base_state().alias("base_state"))
+        jobs = batch_like_jobs(inputs, config).with_columns(wait_seconds().alias("wait_s"))
         started = jobs.filter(started_in(window))
         outcome = ended_in(window) & ~pl.col("base_state").is_in([*_NOT_ENDED, *INTERRUPTED_STATES])
         rows: list[dict[str, Any]] = []
