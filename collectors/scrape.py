@@ -192,9 +192,13 @@ class Scraper:
             samples = parser.close()
         except InputError as exc:
             raise ScrapeError("parse", f"not a valid exposition: {exc.problem} (line {exc.line})") from exc
+        self._check_kind(samples)
+        return samples
+
+    def _check_kind(self, samples: Samples) -> None:
+        """Refuse an answer that is not what this scraper reads (here: dcgm-exporter's)."""
         if not any(self.cache.series[s].name.startswith(("DCGM_", "dcgm_")) for s in set(samples.series_id)):
             raise ScrapeError("parse", f"no DCGM samples in the answer ({len(samples)} other samples)")
-        return samples
 
     def _failed(self, t: Target, state: TargetState, error: ScrapeError, started: float) -> Problem:
         s = self.settings

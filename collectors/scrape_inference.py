@@ -27,7 +27,6 @@ import polars as pl
 from prometheus_client import CollectorRegistry
 
 from collectors.batch import CollectedBatch
-from collectors.exposition import ExpositionParser, split_lines
 from collectors.inference import WindowState, inference_windows
 from collectors.inference_mappings import DEFAULT_INDEX, MappingIndex
 from collectors.numbers import NO_TIMESTAMP
@@ -35,7 +34,6 @@ from collectors.samples import Samples
 from collectors.scrape import ScrapeError, Scraper, ScrapeSettings
 from collectors.targets import Target
 from gpusteward import tables
-from gpusteward.errors import InputError
 
 
 @dataclass
@@ -66,14 +64,7 @@ class InferenceScraper(Scraper):
         self._scrapes: dict[str, _Scrapes] = {}
         self._known = np.zeros(0, dtype=bool)  # series id -> a sample some mapping knows
 
-    def _parse(self, t: Target, body: str, *, openmetrics: bool) -> Samples:
-        parser = ExpositionParser(t.url, openmetrics=openmetrics, cache=self.cache)
-        try:
-            for lines in split_lines(body):
-                parser.feed(lines)
-            samples = parser.close()
-        except InputError as exc:
-            raise ScrapeError("parse", f"not a valid exposition: {exc.problem} (line {exc.line})") from exc
+    def _check_kind(self, samples: Samples) -> None:
         table = self.cache.series
         if len(self._known) < len(table):
             new = [self.mappings.knows(table[i].name) for i in range(len(self._known), len(table))]
@@ -81,7 +72,6 @@ class InferenceScraper(Scraper):
         sid = samples.arrays()[0]
         if not self._known[sid].any():
             raise ScrapeError("parse", f"no inference-server samples in the answer ({len(samples)} other samples)")
-        return samples
 
     def _keep(self, t: Target, samples: Samples, scrape_ms: int) -> None:
         ts = samples.arrays()[2]
