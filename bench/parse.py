@@ -1,53 +1,65 @@
 """Parse a 1,000-node dcgm-exporter scrape: ours (cold and warm) against prometheus_client.parser.
 
 Cold = a new SeriesCache; warm = the next scrape of the same targets (new values) with the cache of
-the first. The three parsers run in alternating rounds (bench.harness.interleaved); the rows of
-ours and prometheus_client's are asserted identical before timing.
+the scrapes before it. The rows of ours and prometheus_client's are asserted identical first.
 
-Each contender ends with `gc.collect()` (timed, its own garbage): prometheus_client allocates
-objects the cyclic collector tracks, so its time depends on what else is alive in the process; it
-ran about twice as slow with the warm cache and the row lists of the identity check still young.
-A clean heap per round is the fair comparison.
+Each contender runs in a worker process of its own, started fresh for this run, so that its time
+does not depend on what the other contenders left alive: CPython's cyclic collector walks every
+tracked object in the process, and prometheus_client (which allocates many tracked objects) ran
+about twice as slow beside our warm cache and the row lists of the identity check. In each worker
+the setup (the scrape text, the warm cache) is collected and frozen (`gc.freeze()`), as a long-
+running collector's old objects are, and each timed call ends with `gc.collect()` of its own
+garbage. The workers are driven in alternating rounds, so machine noise hits them alike.
 """
 
 from __future__ import annotations
 
 import gc
+import multiprocessing
+import statistics
+import time
 from collections.abc import Callable
+from multiprocessing.connection import Connection
 from typing import Any
 
-from prometheus_client.parser import text_string_to_metric_families as families
+from bench.harness import Timing
 
-from bench.harness import interleaved
-from collectors.exposition import parse_text
-from collectors.samples import SeriesCache
-from tests.collectors.dcgm_scrape import scrape
-from tests.collectors.reference import our_rows, reference_rows
+CONTENDERS = ("prometheus_client", "ours_cold", "ours_warm")
 
 
 def run(quick: bool) -> dict[str, Any]:
     nodes = 100 if quick else 1000
-    first, second = scrape(nodes, seed=1), scrape(nodes, seed=2)
-    for text in (first, second):
-        ours = our_rows(parse_text(text, openmetrics=False), openmetrics=False)
-        if ours != reference_rows(text, openmetrics=False):
-            raise AssertionError("our rows differ from prometheus_client's")
-    warm_cache = SeriesCache()
-    parse_text(first, openmetrics=False, cache=warm_cache)
-    timings = interleaved(
-        {
-            "prometheus_client": _collected(lambda: sum(len(f.samples) for f in families(second))),
-            "ours_cold": _collected(lambda: parse_text(second, openmetrics=False, cache=SeriesCache())),
-            "ours_warm": _collected(lambda: parse_text(second, openmetrics=False, cache=warm_cache)),
-        },
-        runs=2 if quick else 3,
-    )
+    runs = 2 if quick else 3
+    _check_rows(nodes)
+    ctx = multiprocessing.get_context("spawn")
+    workers: dict[str, tuple[Connection, Any]] = {}
+    try:
+        for name in CONTENDERS:
+            ours, theirs = ctx.Pipe()
+            proc = ctx.Process(target=_worker, args=(name, nodes, theirs), daemon=True)
+            proc.start()
+            workers[name] = (ours, proc)
+        for conn, _ in workers.values():
+            conn.recv()  # ready
+        samples: dict[str, list[float]] = {name: [] for name in CONTENDERS}
+        for _ in range(runs):
+            for name, (conn, _) in workers.items():
+                conn.send("run")
+                samples[name].append(conn.recv())
+    finally:
+        for conn, proc in workers.values():
+            conn.send("stop")
+            proc.join(30)
+    timings = {n: Timing(statistics.median(s), min(s), max(s), runs) for n, s in samples.items()}
     ref = timings["prometheus_client"].median_s
+    from tests.collectors.dcgm_scrape import scrape
+
     return {
         "nodes": nodes,
         "samples": nodes * 8 * 20,
-        "bytes": len(second),
+        "bytes": len(scrape(nodes, seed=2)),
         "rows_identical": True,
+        "isolation": "one fresh worker process per contender; setup frozen; own gc.collect() timed",
         "timings": {name: t.as_dict() for name, t in timings.items()},
         "ratio_cold": round(ref / timings["ours_cold"].median_s, 1),
         "ratio_warm": round(ref / timings["ours_warm"].median_s, 1),
@@ -55,12 +67,45 @@ def run(quick: bool) -> dict[str, Any]:
     }
 
 
-def _collected(fn: Callable[[], object]) -> Callable[[], object]:
-    """Each contender pays for collecting its own garbage, so the next one starts on a clean heap."""
+def _check_rows(nodes: int) -> None:
+    from collectors.exposition import parse_text
+    from collectors.samples import SeriesCache
+    from tests.collectors.dcgm_scrape import scrape
+    from tests.collectors.reference import our_rows, reference_rows
 
-    def run_and_collect() -> object:
-        out = fn()
+    warm = SeriesCache()
+    for seed in (1, 2):
+        text = scrape(nodes, seed=seed)
+        for cache in (SeriesCache(), warm):
+            ours = our_rows(parse_text(text, openmetrics=False, cache=cache), openmetrics=False)
+            if ours != reference_rows(text, openmetrics=False):
+                raise AssertionError("our rows differ from prometheus_client's")
+
+
+def _worker(name: str, nodes: int, conn: Connection) -> None:
+    fn = _contender(name, nodes)
+    gc.collect()
+    gc.freeze()
+    conn.send("ready")
+    while conn.recv() == "run":
+        started = time.perf_counter()
+        fn()
         gc.collect()
-        return out
+        conn.send(time.perf_counter() - started)
 
-    return run_and_collect
+
+def _contender(name: str, nodes: int) -> Callable[[], object]:
+    from prometheus_client.parser import text_string_to_metric_families as families
+
+    from collectors.exposition import parse_text
+    from collectors.samples import SeriesCache
+    from tests.collectors.dcgm_scrape import scrape
+
+    text = scrape(nodes, seed=2)
+    if name == "prometheus_client":
+        return lambda: sum(len(f.samples) for f in families(text))
+    if name == "ours_cold":
+        return lambda: parse_text(text, openmetrics=False, cache=SeriesCache())
+    warm = SeriesCache()
+    parse_text(scrape(nodes, seed=1), openmetrics=False, cache=warm)
+    return lambda: parse_text(text, openmetrics=False, cache=warm)

@@ -13,8 +13,10 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
+import numpy.typing as npt
 import polars as pl
 
 from collectors.batch import Problem
@@ -110,65 +112,113 @@ def _host_of(instance: str | None) -> str | None:
     return instance.rsplit(":", 1)[0] if instance.count(":") == 1 else instance
 
 
+class GpuIndex:
+    """Series id -> (column, GPU, device, job) codes, read from the labels once per series.
+
+    A scraper's series ids are stable across cycles, so a long-lived index turns the label work of
+    a repeated scrape into array lookups. The key dictionaries only grow; a fleet's GPUs, devices
+    and jobs are what they hold.
+    """
+
+    def __init__(self, default_cluster: str) -> None:
+        self.default_cluster = default_cluster
+        self.gpus: dict[tuple[str, str, int], int] = {}
+        self.devices: dict[tuple[str | None, str | None], int] = {}
+        self.jobs: dict[str, int] = {}
+        self.resolved = np.zeros(0, dtype=np.bool_)
+        self.metric_of = np.zeros(0, dtype=np.int8)  # -1: not a GPU_MINUTES field, or no GPU labels
+        self.unlabelled_of = np.zeros(0, dtype=np.bool_)
+        self.gpu_of = np.zeros(0, dtype=np.int32)
+        self.dev_of = np.zeros(0, dtype=np.int32)
+        self.job_of = np.zeros(0, dtype=np.int32)
+
+    def update(self, series: Sequence[Series], sid: npt.NDArray[np.int64]) -> None:
+        """Resolve the series among `sid` not seen before."""
+        if not len(sid):
+            return
+        self._grow(int(sid.max()) + 1)
+        present = np.unique(sid)
+        for s in present[~self.resolved[present]].tolist():
+            self.resolved[s] = True
+            column = _FIELDS.get(series[s].name)
+            if column is None:
+                continue
+            who = identify(series[s], self.default_cluster)
+            if who is None:
+                self.unlabelled_of[s] = True
+                continue
+            self.metric_of[s] = _COLUMNS.index(column)
+            self.gpu_of[s] = self.gpus.setdefault((who.cluster, who.host, who.gpu), len(self.gpus))
+            self.dev_of[s] = self.devices.setdefault((who.uuid, who.model_name), len(self.devices))
+            if who.job_id is not None:
+                self.job_of[s] = self.jobs.setdefault(who.job_id, len(self.jobs))
+
+    def _grow(self, size: int) -> None:
+        old = len(self.resolved)
+        if size <= old:
+            return
+        size = max(size, 2 * old)
+
+        def grown(a: npt.NDArray[Any], fill: int) -> npt.NDArray[Any]:
+            out = np.full(size, fill, dtype=a.dtype)
+            out[:old] = a
+            return out
+
+        self.resolved = grown(self.resolved, 0)
+        self.metric_of = grown(self.metric_of, -1)
+        self.unlabelled_of = grown(self.unlabelled_of, 0)
+        self.gpu_of = grown(self.gpu_of, 0)
+        self.dev_of = grown(self.dev_of, 0)
+        self.job_of = grown(self.job_of, -1)
+
+
 def gpu_minutes(
     samples: Samples,
     *,
     default_cluster: str,
     source: str,
     scrape_ts_ms: int | None = None,
+    index: GpuIndex | None = None,
 ) -> tuple[pl.DataFrame, list[Problem]]:
-    """Roll the DCGM samples up to GPU-minutes. Samples without a timestamp take `scrape_ts_ms`."""
+    """Roll the DCGM samples up to GPU-minutes. Samples without a timestamp take `scrape_ts_ms`.
+
+    Pass the same `index` (built for `default_cluster`) with every batch parsed with one series
+    cache, so each series' labels are read once.
+    """
     problems: list[Problem] = []
     sid, value, ts = samples.arrays()
     if not len(sid):
         return tables.empty(tables.GPU_MINUTES), problems
-    present = np.unique(sid)
-    metric_of = np.full(int(present.max()) + 1, -1, dtype=np.int8)
-    gpu_of = np.zeros(len(metric_of), dtype=np.int32)
-    dev_of = np.zeros(len(metric_of), dtype=np.int32)
-    job_of = np.full(len(metric_of), -1, dtype=np.int32)
-    gpus: dict[tuple[str, str, int], int] = {}
-    devices: dict[tuple[str | None, str | None], int] = {}
-    jobs: dict[str, int] = {}
-    unlabelled_of = np.zeros(len(metric_of), dtype=np.bool_)
-    for s in present.tolist():
-        series = samples.series[s]
-        column = _FIELDS.get(series.name)
-        if column is None:
-            continue
-        who = identify(series, default_cluster)
-        if who is None:
-            unlabelled_of[s] = True
-            continue
-        metric_of[s] = _COLUMNS.index(column)
-        gpu_of[s] = gpus.setdefault((who.cluster, who.host, who.gpu), len(gpus))
-        dev_of[s] = devices.setdefault((who.uuid, who.model_name), len(devices))
-        if who.job_id is not None:
-            job_of[s] = jobs.setdefault(who.job_id, len(jobs))
-    unlabelled = int(np.count_nonzero(unlabelled_of[sid]))
+    if index is None:
+        index = GpuIndex(default_cluster)
+    elif index.default_cluster != default_cluster:
+        raise ValueError(f"the GPU index is for cluster {index.default_cluster!r}, not {default_cluster!r}")
+    index.update(samples.series, sid)
+    unlabelled = int(np.count_nonzero(index.unlabelled_of[sid]))
     if unlabelled:
         problems.append(Problem(source, f"{unlabelled} DCGM samples without gpu and host labels were skipped"))
 
-    metric = metric_of[sid]
+    metric = index.metric_of[sid]
     if scrape_ts_ms is not None:
         ts = np.where(ts == NO_TIMESTAMP, scrape_ts_ms, ts)
     untimed = (ts == NO_TIMESTAMP) & (metric >= 0)
     if untimed.any():
         problems.append(Problem(source, f"{int(untimed.sum())} DCGM samples without a timestamp were skipped"))
     keep = (metric >= 0) & ~untimed & np.isfinite(value) & (value < BLANK_THRESHOLD)
+    kept = sid[keep]
     frame = pl.DataFrame(
         {
-            "g": gpu_of[sid[keep]],
+            "g": index.gpu_of[kept],
             "m": metric[keep],
             "v": value[keep],
             "t": ts[keep],
-            "dev": dev_of[sid[keep]],
-            "job": job_of[sid[keep]],
+            "dev": index.dev_of[kept],
+            "job": index.job_of[kept],
         }
     )
     if frame.is_empty():
         return tables.empty(tables.GPU_MINUTES), problems
-    return _rollup(frame, gpus, devices, jobs), problems
+    return _rollup(frame, index.gpus, index.devices, index.jobs), problems
 
 
 def _rollup(

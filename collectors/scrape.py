@@ -26,7 +26,7 @@ import polars as pl
 from prometheus_client import CollectorRegistry
 
 from collectors.batch import CollectedBatch, Problem
-from collectors.dcgm import gpu_minutes, is_dcgm
+from collectors.dcgm import GpuIndex, gpu_minutes, is_dcgm
 from collectors.exposition import ExpositionParser, split_lines
 from collectors.numbers import NO_TIMESTAMP
 from collectors.samples import Samples, SeriesCache
@@ -101,6 +101,7 @@ class Scraper:
         self._wall_ms = wall_ms
         self._pending: dict[str, _Pending] = {}
         self._wanted = np.zeros(0, dtype=bool)  # series id -> a DCGM field that GPU_MINUTES keeps
+        self._indexes: dict[str, GpuIndex] = {}  # cluster -> its series' GPU codes, kept across cycles
 
     # -- one cycle ---------------------------------------------------------------------------
 
@@ -245,7 +246,8 @@ class Scraper:
                 pending.samples = rest
             else:
                 del self._pending[cluster]
-            frame, problems = gpu_minutes(ready, default_cluster=cluster, source=f"scrape:{cluster}")
+            index = self._indexes.setdefault(cluster, GpuIndex(cluster))
+            frame, problems = gpu_minutes(ready, default_cluster=cluster, source=f"scrape:{cluster}", index=index)
             frames.append(frame)
             batch.problems.extend(problems)
         batch.add("gpu_minutes", pl.concat(frames) if frames else tables.empty(tables.GPU_MINUTES))

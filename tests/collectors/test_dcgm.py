@@ -8,9 +8,11 @@ from pathlib import Path
 
 import polars as pl
 import pytest
+from polars.testing import assert_frame_equal
 
-from collectors.dcgm import MIG_GPU_BASE, gpu_minutes
+from collectors.dcgm import MIG_GPU_BASE, GpuIndex, gpu_minutes
 from collectors.exposition import parse_text
+from collectors.samples import SeriesCache
 from gpusteward import tables
 from tests.collectors.synthetic import dcgm_dump, dump, gpu_labels
 
@@ -152,3 +154,17 @@ def test_many_samples_are_rolled_up_quickly() -> None:
     frame = _minutes(dcgm_dump(hosts=4, gpus=8, minutes=120, seed=3))
     assert frame.height == 4 * 8 * 120
     assert frame["ts"].n_unique() == 120
+
+
+def test_a_kept_index_gives_the_rows_of_a_fresh_one_batch_after_batch() -> None:
+    cache = SeriesCache()
+    index = GpuIndex("dflt")
+    first = parse_text(dcgm_dump(hosts=2, gpus=2, minutes=2, seed=1), openmetrics=True, cache=cache)
+    second = parse_text(dcgm_dump(hosts=3, gpus=2, minutes=2, seed=2), openmetrics=True, cache=cache)
+    for samples in (first, second):
+        kept, _ = gpu_minutes(samples, default_cluster="dflt", source="t", index=index)
+        fresh, _ = gpu_minutes(samples, default_cluster="dflt", source="t")
+        assert_frame_equal(kept, fresh)
+    assert len(index.gpus) == 3 * 2  # the third host arrived with the second batch
+    with pytest.raises(ValueError, match="cluster 'dflt'"):
+        gpu_minutes(first, default_cluster="other", source="t", index=index)
