@@ -1,0 +1,74 @@
+"""Energy per GPU-minute from DCGM's cumulative energy counter, with counter resets handled.
+
+`gpu_minutes.energy_mj` keeps the counter's last value in each minute (the same from a file import,
+a live scrape and a Prometheus backfill), so the increase is computed here, once, for every path:
+the difference to the GPU's previous minute that had a value. A counter that went down was reset
+(a driver reload or a reboot): the minute's increase is then its value since the reset, as
+Prometheus' `increase()` counts it; the energy of that minute before the reset is not known and is
+not guessed. A minute after a telemetry gap carries the energy of the whole gap, with
+`covers_minutes` saying how many minutes that is; the first minute a query sees has no previous
+value (null increase) unless one lies within `lookback` before the range.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime, timedelta
+
+import polars as pl
+
+from gpusteward import tables
+from warehouse.store import Warehouse
+
+GPU_ENERGY = tables.schema(
+    {
+        "cluster": pl.Utf8,
+        "host": pl.Utf8,
+        "gpu": pl.Int16,
+        "ts": tables.TS,
+        "job_id": pl.Utf8,
+        "energy_mj": pl.Float64,  # the counter's last value in the minute
+        "energy_increase_mj": pl.Float64,  # since the previous minute with a value; null for the first
+        "covers_minutes": pl.Int64,  # minutes since that previous value (1 without a gap)
+        "counter_reset": pl.Boolean,  # the counter went down: the increase counts from the reset
+    }
+)
+
+_SQL = """
+SELECT g.cluster, g.host, g.gpu, e.ts, e.job_id, e.energy_mj,
+       CASE WHEN e.prev_mj IS NULL THEN NULL
+            WHEN e.energy_mj >= e.prev_mj THEN e.energy_mj - e.prev_mj
+            ELSE e.energy_mj END AS energy_increase_mj,
+       date_diff('minute', e.prev_ts, e.ts) AS covers_minutes,
+       coalesce(e.energy_mj < e.prev_mj, false) AS counter_reset
+FROM (
+    SELECT gpu_key, ts, job_id, energy_mj,
+           lag(energy_mj) OVER w AS prev_mj, lag(ts) OVER w AS prev_ts
+    FROM gpu_minutes
+    WHERE energy_mj IS NOT NULL AND ts >= ? AND ts < ?
+    WINDOW w AS (PARTITION BY gpu_key ORDER BY ts)
+) e JOIN gpus g USING (gpu_key)
+WHERE e.ts >= ?
+ORDER BY g.cluster, g.host, g.gpu, e.ts
+"""
+
+
+def energy_increases(
+    wh: Warehouse, start: datetime, end: datetime, *, lookback: timedelta = timedelta(hours=6)
+) -> pl.DataFrame:
+    """GPU_ENERGY rows for the minutes in [start, end)."""
+    frame = wh.query(_SQL, [start - lookback, end, start])
+    return tables.conform(frame, GPU_ENERGY) if frame.height else tables.empty(GPU_ENERGY)
+
+
+def energy_kwh_by_job(wh: Warehouse, start: datetime, end: datetime) -> pl.DataFrame:
+    """Known energy per job (kWh) in [start, end), with the GPU-minutes whose energy is unknown."""
+    minutes = energy_increases(wh, start, end)
+    return (
+        minutes.group_by("job_id")
+        .agg(
+            (pl.col("energy_increase_mj").sum() / 3.6e9).alias("energy_kwh"),
+            pl.col("energy_increase_mj").is_null().sum().alias("unknown_minutes"),
+            pl.col("counter_reset").sum().alias("counter_resets"),
+        )
+        .sort("job_id", nulls_last=True)
+    )
