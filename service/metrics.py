@@ -113,6 +113,36 @@ def _idle(family: GaugeMetricFamily, idle: pl.DataFrame, month: str) -> None:
         family.add_metric([month, team, "idle_held"], float(r["idle_held_minutes"] or 0) / 60)
 
 
+class ScrapeSourcesCollector(Collector):
+    """The live scrapers' own metrics (each scraper has its registry), one family per name with a
+    `source` label, so two scrape sources never collide on /metrics."""
+
+    def __init__(self) -> None:
+        self.sources: dict[str, CollectorRegistry] = {}
+
+    def describe(self) -> Iterator[Metric]:
+        from collectors.scrape_metrics import ScrapeMetrics
+
+        blank = CollectorRegistry()
+        ScrapeMetrics(blank)
+        return self._merged({"": blank}, samples=False)
+
+    def collect(self) -> Iterator[Metric]:
+        return self._merged(self.sources, samples=True)
+
+    @staticmethod
+    def _merged(sources: Mapping[str, CollectorRegistry], *, samples: bool) -> Iterator[Metric]:
+        merged: dict[str, Metric] = {}
+        for source, registry in sorted(sources.items()):
+            for family in registry.collect():
+                out = merged.get(family.name)
+                if out is None:
+                    out = merged[family.name] = Metric(family.name, family.documentation, family.type, family.unit)
+                if samples:
+                    out.samples.extend(s._replace(labels={**s.labels, "source": source}) for s in family.samples)
+        return iter(merged.values())
+
+
 class ServiceMetrics:
     """Every metric the service exports, on `self.registry`."""
 
@@ -184,6 +214,8 @@ class ServiceMetrics:
         )
         self.results = ResultsCollector()
         r.register(self.results)
+        self.scrapes = ScrapeSourcesCollector()
+        r.register(self.scrapes)
 
     def job_finished(self, name: str, result: JobResult | None, seconds: float, error: str | None) -> None:
         outcome = "ok" if error is None else error.split(":", 1)[0]

@@ -130,7 +130,10 @@ class Service:
             FolderImport(f"import:{d.name or d}", s.import_interval, [d], wh, shared, m, settle=s.settle)
             for d in s.import_dirs
         ]
-        jobs += [LiveCollect(src, interval, wh, shared, m) for src, interval in s.live_sources]
+        for src, interval in s.live_sources:
+            if src.registry is not None:
+                m.scrapes.sources[src.name] = src.registry
+            jobs.append(LiveCollect(src, interval, wh, shared, m))
         if self.extra_jobs is not None:
             jobs += list(self.extra_jobs(wh, shared))
         jobs += [
@@ -218,9 +221,11 @@ class Service:
             self.metrics.job_succeeded_at(name, self.now())
 
 
-def _duration(_ctx: click.Context, _param: click.Parameter, value: str) -> timedelta:
+def _duration(_ctx: click.Context, _param: click.Parameter, value: str | None) -> timedelta | None:
     from gpusteward.durations import parse_duration
 
+    if value is None:
+        return None
     try:
         return parse_duration(value)
     except ValueError as exc:
@@ -249,7 +254,7 @@ def _duration(_ctx: click.Context, _param: click.Parameter, value: str) -> timed
     default=None,
     help="Folder the read model is published to (default: readmodel/ beside the warehouse).",
 )
-@click.option("--listen", default="127.0.0.1:9464", show_default=True, help="host:port of /metrics and the API.")
+@click.option("--listen", default=None, help="host:port of /metrics and the API [config service.listen].")
 @click.option(
     "--tokens-file",
     "token_files",
@@ -260,49 +265,74 @@ def _duration(_ctx: click.Context, _param: click.Parameter, value: str) -> timed
 @click.option(
     "--interval",
     "interval",
-    default="5m",
-    show_default=True,
+    default=None,
     callback=_duration,
-    help="How often collection and alert checks run.",
+    help="How often folder imports and alert checks run [config service.import_interval, alerts_interval].",
 )
 @click.option(
     "--evaluate-every",
     "evaluate_every",
-    default="15m",
-    show_default=True,
+    default=None,
     callback=_duration,
-    help="How often the evaluation (and quota plan) runs when new data arrived.",
+    help="How often the evaluation (and quota plan) runs when new data arrived [config service.evaluate_interval].",
 )
 def serve(  # noqa: PLR0917 - click passes options as keyword arguments
     config_path: str,
     import_dirs: tuple[str, ...],
     read_model: str | None,
-    listen: str,
+    listen: str | None,
     token_files: tuple[str, ...],
-    interval: timedelta,
-    evaluate_every: timedelta,
+    interval: timedelta | None,
+    evaluate_every: timedelta | None,
 ) -> None:
     """Run the service: collect, evaluate, alert, review; publish the read model; serve /metrics and the API."""
     from gpusteward.config import load_config
 
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     config = load_config(config_path)
-    host, _, port = listen.rpartition(":")
-    settings = ServeSettings(
-        read_model=Path(read_model or Path(config.resolve(config.warehouse.path)).parent / "readmodel"),
-        import_dirs=tuple(Path(d) for d in import_dirs),
-        host=host or "127.0.0.1",
-        port=int(port),
-        token_files=tuple(Path(f) for f in token_files),
-        import_interval=interval,
-        alerts_interval=interval,
-        evaluate_interval=evaluate_every,
+    settings = settings_from_config(
+        config,
+        import_dirs=import_dirs,
+        read_model=read_model,
+        listen=listen,
+        token_files=token_files,
+        interval=interval,
+        evaluate_every=evaluate_every,
     )
     service = Service(config, settings)
     for sig in (signal.SIGTERM, signal.SIGINT):
         signal.signal(sig, lambda *_: service.stop.set())
     threading.Thread(target=_announce, args=(service,), daemon=True).start()
     service.run()
+
+
+def settings_from_config(
+    config: Config,
+    *,
+    import_dirs: Sequence[str] = (),
+    read_model: str | None = None,
+    listen: str | None = None,
+    token_files: Sequence[str] = (),
+    interval: timedelta | None = None,
+    evaluate_every: timedelta | None = None,
+) -> ServeSettings:
+    """The `[service]` table of the config, with what the command line gave in its place."""
+    from service.live import scrape_sources
+
+    sc = config.service
+    host, _, port = (listen or sc.listen).rpartition(":")
+    model = read_model or (config.resolve(sc.read_model) if sc.read_model else None)
+    return ServeSettings(
+        read_model=Path(model or Path(config.resolve(config.warehouse.path)).parent / "readmodel"),
+        import_dirs=tuple(Path(d) for d in import_dirs) or tuple(Path(config.resolve(d)) for d in sc.import_dirs),
+        host=host or "127.0.0.1",
+        port=int(port),
+        token_files=tuple(Path(f) for f in token_files) or tuple(Path(config.resolve(f)) for f in sc.token_files),
+        import_interval=interval or sc.import_interval,
+        alerts_interval=interval or sc.alerts_interval,
+        evaluate_interval=evaluate_every or sc.evaluate_interval,
+        live_sources=tuple((src, src.spec.interval) for src in scrape_sources(config)),
+    )
 
 
 def _announce(service: Service) -> None:

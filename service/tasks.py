@@ -14,6 +14,8 @@ from datetime import datetime, timedelta
 from pathlib import Path
 from typing import Protocol
 
+from prometheus_client import CollectorRegistry
+
 from collectors.batch import CollectedBatch
 from collectors.files import read_file, sort_for_import
 from collectors.inference import WindowState
@@ -42,6 +44,11 @@ class LiveSource(Protocol):
 
     @property
     def name(self) -> str: ...
+
+    @property
+    def registry(self) -> CollectorRegistry | None:
+        """The source's own metrics, shown on the service's /metrics with a `source` label (or None)."""
+        ...
 
     def collect(self, now: datetime) -> CollectedBatch:
         """One collection; raise TransientError to be retried with backoff, PermanentError to alert."""

@@ -15,6 +15,7 @@ from gpusteward.config.fields import opt, req
 from gpusteward.config.inference import InferenceConfig
 from gpusteward.config.protection import InferenceReserveLine as InferenceReserveLine  # noqa: PLC0414 - re-exported
 from gpusteward.config.protection import ProtectionConfig as ProtectionConfig  # noqa: PLC0414 - re-exported
+from gpusteward.config.service import ServiceConfig
 from gpusteward.domain import Scenario
 
 
@@ -142,6 +143,7 @@ class Config:
     reports: ReportsConfig = opt(ReportsConfig(), "the monthly review")
     quota: QuotaConfig = opt(QuotaConfig(), "the quota recommender")
     inference: InferenceConfig = opt(InferenceConfig(), "inference-server metric mappings added to the built-ins")
+    service: ServiceConfig = opt(ServiceConfig(), "how `gpusteward serve` runs: listen address, imports, live scrapes")
     base_dir: str = field(default=".", metadata={"help": "", "internal": True})
 
     def resolve(self, relative: str) -> str:

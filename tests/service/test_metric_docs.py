@@ -21,8 +21,8 @@ def _exported() -> dict[str, str]:
     for family in metrics.registry.collect():
         name = family.name + "_total" if family.type == "counter" else family.name
         out[name] = family.type
-    for family in metrics.results.describe():
-        out[family.name] = family.type
+    for family in [*metrics.results.describe(), *metrics.scrapes.describe()]:
+        out[family.name + ("_total" if family.type == "counter" else "")] = family.type
     return out
 
 

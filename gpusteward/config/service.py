@@ -1,0 +1,41 @@
+# ruff: noqa: RUF009  # opt()/req() return dataclass fields carrying help text
+"""How `gpusteward serve` runs: where it listens, what it imports and scrapes, how often.
+
+Command-line options of `serve` override these; everything here has a default, so a config
+without a `[service]` table runs the service as before (folders and intervals from the CLI).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import timedelta
+from typing import Literal
+
+from gpusteward.config.fields import opt, req
+
+
+@dataclass(frozen=True)
+class ScrapeSourceConfig:
+    name: str = req("source name: the job `collect:<name>` in /metrics, status and logs")
+    kind: Literal["dcgm", "inference"] = opt(
+        "dcgm", "dcgm: dcgm-exporter endpoints -> GPU-minutes; inference: vLLM/SGLang/TGI/Triton/gateway -> windows"
+    )
+    targets: list[str] = opt([], "host:port or URLs of the exporters")
+    file_sd: str | None = opt(
+        None, "Prometheus file_sd JSON target list, relative to the config file; re-read every cycle"
+    )
+    cluster: str = opt("default", "cluster of the GPUs behind targets without a `cluster` label")
+    interval: timedelta = opt(timedelta(seconds=30), "time between scrapes of every target")
+    timeout: timedelta = opt(timedelta(seconds=10), "per-target limit for connecting and reading the answer")
+
+
+@dataclass(frozen=True)
+class ServiceConfig:
+    listen: str = opt("127.0.0.1:9464", "host:port of /metrics, /healthz, /readyz and the control API")
+    read_model: str = opt("", "folder the read model is published to; empty: readmodel/ beside the warehouse")
+    import_dirs: list[str] = opt([], "folders whose new files are imported, relative to the config file")
+    import_interval: timedelta = opt(timedelta(minutes=5), "how often the import folders are looked at")
+    evaluate_interval: timedelta = opt(timedelta(minutes=15), "how often the evaluation runs when new data arrived")
+    alerts_interval: timedelta = opt(timedelta(minutes=5), "how often protection lines are checked and alerts sent")
+    token_files: list[str] = opt([], "files of identity:token lines for the control API (never logged)")
+    scrape: list[ScrapeSourceConfig] = opt([], "live sources scraped by the service, each on its own interval")

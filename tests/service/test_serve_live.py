@@ -1,0 +1,152 @@
+"""The service scraping the live simulator (`serve-fleet`) for simulated hours, from its config alone.
+
+Both run on one fake clock: the fleet prints what dcgm-exporter would print at the clock's minute,
+and the service's scrape source stamps each scrape with the same clock. The warehouse must hold
+exactly the minutes the fleet served, with the fleet's values, and /metrics must show the source.
+"""
+
+from __future__ import annotations
+
+import threading
+import urllib.request
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+
+import polars as pl
+import pytest
+
+from collectors.dcgm import gpu_minutes
+from collectors.exposition import parse_text
+from gpusteward.clock import FakeClock
+from gpusteward.config import example_config_path, load_config
+from service.serve import Service, settings_from_config
+from simulator.serve import LiveFleet, serve
+from warehouse import open_warehouse
+
+START = datetime(2026, 10, 2, 8, 0, tzinfo=UTC)
+HOURS = 2
+NODES = 4
+
+
+@pytest.fixture(scope="module")
+def live_run(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, LiveFleet, str]:
+    root = tmp_path_factory.mktemp("live")
+    clock = FakeClock(START)
+    fleet = LiveFleet(NODES, seed=3, start=START.date(), days=1, clock=lambda: clock.now().timestamp())
+    server = serve(fleet, 0)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    (root / "targets.json").write_text(fleet.targets(server.server_address[1]), encoding="utf-8")
+    config_text = Path(example_config_path()).read_text(encoding="utf-8")
+    (root / "gpusteward.toml").write_text(
+        config_text
+        + """
+[service]
+listen = "127.0.0.1:0"
+evaluate_interval = "6h"
+alerts_interval = "6h"
+
+[[service.scrape]]
+name = "fleet"
+file_sd = "targets.json"
+interval = "30s"
+timeout = "5s"
+""",
+        encoding="utf-8",
+    )
+    config = load_config(root / "gpusteward.toml")
+    settings = settings_from_config(config)
+    end = START + timedelta(hours=HOURS)
+    done = threading.Event()
+    holder: dict[str, Service] = {}
+
+    def sleep(seconds: float) -> None:
+        if clock.now() < end:
+            clock.advance(timedelta(seconds=max(seconds, 1.0)))
+            return
+        done.set()
+        scheduler = holder["service"].scheduler
+        assert scheduler is not None
+        scheduler.wait(min(seconds, 0.2))
+
+    service = Service(config, settings, clock=clock, sleep=sleep)
+    holder["service"] = service
+    thread = threading.Thread(target=service.run, daemon=True)
+    thread.start()
+    try:
+        assert done.wait(600), "the simulated hours did not pass"
+        assert service.url is not None
+        with urllib.request.urlopen(service.url + "/metrics", timeout=30) as response:
+            metrics = response.read().decode()
+    finally:
+        service.stop.set()
+        thread.join(60)
+        server.shutdown()
+        server.server_close()
+    return root, fleet, metrics
+
+
+def _served_keys(fleet: LiveFleet, minutes: range) -> set[tuple[str, int, datetime]]:
+    """(host, gpu, minute) of every GPU the fleet printed in those minutes (a node without data answers 503)."""
+    keys = set()
+    for m in minutes:
+        minute = START + timedelta(minutes=m)
+        for _, host in fleet.hosts:
+            text = fleet.exposition(host, minute.timestamp())
+            for series in [] if text is None else parse_text(text, openmetrics=False).series:
+                keys.add((host, int(series.label_dict["gpu"]), minute.replace(tzinfo=None)))
+    return keys
+
+
+def test_every_served_minute_is_stored_once(live_run: tuple[Path, LiveFleet, str]) -> None:
+    root, fleet, _ = live_run
+    with open_warehouse(root / "gpusteward.duckdb", read_only=True) as wh:
+        stored = wh.query("SELECT g.host, g.gpu, m.ts FROM gpu_minutes m JOIN gpus g USING (gpu_key)")
+    assert stored.height == stored.unique().height
+    last = stored["ts"].max()
+    assert isinstance(last, datetime)
+    # the minute running when the simulated hours ran out is still pending in the scraper
+    assert last >= (START + timedelta(hours=HOURS, minutes=-2)).replace(tzinfo=None)
+    served = _served_keys(fleet, range(int((last - START.replace(tzinfo=None)).total_seconds() // 60) + 1))
+    assert set(stored.iter_rows()) == served
+
+
+def test_stored_values_are_what_the_fleet_served(live_run: tuple[Path, LiveFleet, str]) -> None:
+    root, fleet, _ = live_run
+    minute = START + timedelta(minutes=37)
+    expected = []
+    for _, host in fleet.hosts:
+        text = fleet.exposition(host, minute.timestamp())
+        if text is None:
+            continue  # a node without data (its exporter answers 503)
+        frame, _ = gpu_minutes(
+            parse_text(text, openmetrics=False),
+            default_cluster="default",
+            source=host,
+            scrape_ts_ms=int(minute.timestamp() * 1000),
+        )
+        expected.append(frame)
+    want = pl.concat(expected).select("host", "gpu", "job_id", "gpu_util", "power_w", "energy_mj").sort("host", "gpu")
+    with open_warehouse(root / "gpusteward.duckdb", read_only=True) as wh:
+        got = wh.query(
+            "SELECT g.host, g.gpu, m.job_id, m.gpu_util, m.power_w, m.energy_mj"
+            " FROM gpu_minutes m JOIN gpus g USING (gpu_key) WHERE m.ts = ? ORDER BY 1, 2",
+            [minute.replace(tzinfo=None)],
+        )
+    assert got.height > 0
+    assert got.rows() == want.rows()
+
+
+def test_metrics_show_the_scrape_source(live_run: tuple[Path, LiveFleet, str]) -> None:
+    _, fleet, metrics = live_run
+    assert 'gpusteward_collection_up{source="fleet"} 1.0' in metrics
+    up = [line for line in metrics.splitlines() if line.startswith("gpusteward_scrape_target_up{")]
+    assert len(up) == len(fleet.hosts)
+    assert all('source="fleet"' in line for line in up)
+    # a node the fleet has no data for is down (503), never zeros; the others are up
+    silent = {
+        host for _, host in fleet.hosts if fleet.exposition(host, (START + timedelta(hours=HOURS)).timestamp()) is None
+    }
+    for line in up:
+        host = line.split("/")[3]
+        assert line.endswith(" 0.0" if host in silent else " 1.0"), line
+    assert 'gpusteward_job_runs_total{job="collect:fleet",outcome="ok"}' in metrics
