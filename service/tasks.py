@@ -26,7 +26,7 @@ from service.importer import expand
 from service.jobs import JobResult
 from service.metrics import ServiceMetrics
 from service.pipeline import evaluate, latest_month, raise_alerts, write_reviews
-from warehouse import Warehouse
+from warehouse import FileSignature, Warehouse
 
 
 @dataclass
@@ -66,34 +66,37 @@ class FolderImport:
     shared: Shared
     metrics: ServiceMetrics
     settle: timedelta = timedelta(0)  # skip files modified this recently (still being written)
-    _seen: dict[str, tuple[float, int]] = field(default_factory=dict)
+    _seen: dict[str, FileSignature] | None = None  # read from the warehouse on the first run
     _state: WindowState = field(default_factory=WindowState)
 
     def run(self, now: datetime) -> JobResult:  # noqa: ARG002 - files carry their own times
-        fresh = []
+        if self._seen is None:
+            self._seen = self.wh.imported_files()  # a restarted service skips what it already stored
+        seen = self._seen
+        fresh: dict[Path, FileSignature] = {}
         for path in expand([f for f in self.folders if f.exists()]):
             try:
                 stat = path.stat()
             except FileNotFoundError:
                 continue
-            signature = (stat.st_mtime, stat.st_size)
-            if self._seen.get(str(path)) == signature or time.time() - stat.st_mtime < self.settle.total_seconds():
+            signature = FileSignature(str(path), stat.st_mtime, stat.st_size)
+            if seen.get(str(path)) == signature or time.time() - stat.st_mtime < self.settle.total_seconds():
                 continue
-            fresh.append((path, signature))
+            fresh[path] = signature
         rows: dict[str, int] = {}
         errors = []
-        for path in sort_for_import([p for p, _ in fresh]):
-            signature = dict(fresh)[path]
+        for path in sort_for_import(list(fresh)):
+            signature = fresh[path]
             try:
                 batch = read_file(path, inference_state=self._state)
-                result = self.wh.ingest(str(path), batch.frames, [str(p) for p in batch.problems])
+                result = self.wh.ingest(str(path), batch.frames, [str(p) for p in batch.problems], file=signature)
             except (InputError, OSError) as exc:
                 errors.append(str(exc))
-                self.wh.record_failed_import(str(path), str(exc))
+                self.wh.record_failed_import(str(path), str(exc), file=signature)
             else:
                 for table, n in result.stored.items():
                     rows[table] = rows.get(table, 0) + n
-            self._seen[str(path)] = signature
+            seen[str(path)] = signature
         self.metrics.collection(self.name, ok=not errors)
         if any(rows.values()):
             self.shared.dirty = True

@@ -1,5 +1,5 @@
 """The DuckDB warehouse: the only package that runs SQL."""
 
-from warehouse.store import IngestResult, Warehouse, open_warehouse
+from warehouse.store import FileSignature, IngestResult, Warehouse, open_warehouse
 
-__all__ = ["IngestResult", "Warehouse", "open_warehouse"]
+__all__ = ["FileSignature", "IngestResult", "Warehouse", "open_warehouse"]

@@ -55,10 +55,18 @@ class Warehouse:
 
     # -- writing -------------------------------------------------------------------------------
 
-    def ingest(self, source: str, frames: Mapping[str, pl.DataFrame], problems: Sequence[str] = ()) -> IngestResult:
+    def ingest(
+        self,
+        source: str,
+        frames: Mapping[str, pl.DataFrame],
+        problems: Sequence[str] = (),
+        *,
+        file: FileSignature | None = None,
+    ) -> IngestResult:
         """Store one collected batch atomically and record the import run.
 
         A failure rolls the whole batch back (earlier batches stay) and is recorded as a failed run.
+        With `file`, the file's signature is recorded in the same transaction (`imported_files`).
         """
         started = datetime.now(UTC).replace(tzinfo=None)
         offered = {name: frame.height for name, frame in frames.items()}
@@ -79,15 +87,25 @@ class Warehouse:
                 " min_ts, max_ts, problems) VALUES (?, ?, now()::TIMESTAMP, 'ok', ?, ?, ?, ?, ?)",
                 [source, started, json.dumps(offered), json.dumps(stored), lo, hi, json.dumps(list(problems))],
             )
+            if file is not None:
+                _remember_file(con, file, "ok")
         return IngestResult(source, offered, stored)
 
-    def record_failed_import(self, source: str, error: str) -> None:
-        run(
-            self._con,
-            "INSERT INTO import_runs (source, started_at, finished_at, status, problems)"
-            " VALUES (?, now()::TIMESTAMP, now()::TIMESTAMP, 'failed', ?)",
-            [source, json.dumps([error])],
-        )
+    def record_failed_import(self, source: str, error: str, *, file: FileSignature | None = None) -> None:
+        with transaction(self._con):
+            run(
+                self._con,
+                "INSERT INTO import_runs (source, started_at, finished_at, status, problems)"
+                " VALUES (?, now()::TIMESTAMP, now()::TIMESTAMP, 'failed', ?)",
+                [source, json.dumps([error])],
+            )
+            if file is not None:
+                _remember_file(self._con, file, "failed")
+
+    def imported_files(self) -> dict[str, FileSignature]:
+        """Every file recorded by `ingest(file=...)` or `record_failed_import(file=...)`, by path."""
+        rows = run(self._con, "SELECT path, mtime, size FROM imported_files")
+        return {path: FileSignature(path, float(mtime), int(size)) for path, mtime, size in rows}
 
     def store_month_outputs(self, outputs: MonthOutputs) -> None:
         """Replace the month's evaluated outputs in one transaction."""
@@ -194,6 +212,24 @@ class Warehouse:
 
     def status(self) -> dict[str, Any]:
         return queries.status(self._con) | {"path": self.path, "schema_version": current_version(self._con)}
+
+
+@dataclass(frozen=True)
+class FileSignature:
+    """A file as it was when read: a later change of mtime or size means it must be read again."""
+
+    path: str
+    mtime: float
+    size: int
+
+
+def _remember_file(con: duckdb.DuckDBPyConnection, file: FileSignature, status: str) -> None:
+    run(
+        con,
+        "INSERT OR REPLACE INTO imported_files (path, mtime, size, status, imported_at)"
+        " VALUES (?, ?, ?, ?, now()::TIMESTAMP)",
+        [file.path, file.mtime, file.size, status],
+    )
 
 
 def _time_range(frames: Mapping[str, pl.DataFrame]) -> tuple[datetime | None, datetime | None]:
