@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import hashlib
 from dataclasses import dataclass, field
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from fnmatch import fnmatchcase
 from typing import Any, Literal
 
@@ -103,32 +103,50 @@ def _summary(line: str, ep: dict[str, Any]) -> str:
     )
 
 
-def _receivers(config: Config, line: str, subject: str) -> tuple[str, ...]:
-    """The receivers the configured line names; () means every receiver."""
+def _configured(config: Config, line: str, subject: str) -> list[Any]:
+    """The configured lines of this kind whose subject pattern matches `subject`."""
     known = _LINES.get(line)
     if known is None:
-        return ()
+        return []
     _, _, section, field = known
+    return [c for c in getattr(config.protection, section, ()) if fnmatchcase(subject, str(getattr(c, field, "*")))]
+
+
+def _receivers(config: Config, line: str, subject: str) -> tuple[str, ...]:
+    """The receivers the configured line names; () means every receiver."""
     names: list[str] = []
-    for cfg_line in getattr(config.protection, section, ()):
-        if fnmatchcase(subject, str(getattr(cfg_line, field, "*"))):
-            if not cfg_line.receivers:
-                return ()
-            names.extend(n for n in cfg_line.receivers if n not in names)
+    for cfg_line in _configured(config, line, subject):
+        if not cfg_line.receivers:
+            return ()
+        names.extend(n for n in cfg_line.receivers if n not in names)
     return tuple(names)
+
+
+def _resolve_after(config: Config, line: str, subject: str) -> timedelta:
+    """How long a breach of the line may be clear and still be the same episode (0 for unknown lines)."""
+    return max((c.resolve_after for c in _configured(config, line, subject)), default=timedelta(0))
 
 
 def alerts_from_episodes(episodes: pl.DataFrame, config: Config, *, data_end: datetime | None = None) -> list[Alert]:
     """One alert per BREACH_EPISODES row.
 
     An episode still going on at the end of the data (it ends at or after `data_end`, the exclusive
-    end of the telemetry, as in EvaluationInputs) is firing; every other episode is resolved at its end.
+    end of the telemetry, as in EvaluationInputs) is firing; so is one that cleared less than its
+    line's `resolve_after` before `data_end`, since a recurrence would still join it: resolving it
+    now would page again under the same fingerprint when it comes back. Every other episode is
+    resolved at its end.
     """
     alerts: list[Alert] = []
     last = None if data_end is None else naive_utc(data_end)
     for ep in episodes.sort("line", "subject", "start").iter_rows(named=True):
         line, subject = ep["line"], ep["subject"]
-        firing = last is not None and ep["end"] >= last
+        firing = last is not None and ep["end"] + _resolve_after(config, line, subject) >= last
+        if not firing:
+            state = "to " + rfc3339(ep["end"])
+        elif last is not None and ep["end"] < last:
+            state = f"and is not resolved: clear since {rfc3339(ep['end'])}, within the line's resolve_after"
+        else:
+            state = "and still is"
         subject_label = _LINES[line][1] if line in _LINES else "subject"
         labels = {
             "alertname": _alert_name(line),
@@ -140,7 +158,7 @@ def alerts_from_episodes(episodes: pl.DataFrame, config: Config, *, data_end: da
             "summary": _summary(line, ep),
             "description": (
                 f"Protection line {line} on {subject} was breached from {rfc3339(ep['start'])} "
-                f"{'and still is' if firing else 'to ' + rfc3339(ep['end'])} ({ep['minutes']} minutes); "
+                f"{state} ({ep['minutes']} breaching minutes); "
                 f"worst value {ep['worst_value']:g}, threshold {ep['threshold']:g}."
             ),
             "evidence": ep["evidence"] or "",

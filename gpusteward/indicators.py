@@ -187,6 +187,27 @@ INDICATORS: dict[str, Indicator] = {
             "fewest GPUs available to inference minus the reserve line's minimum, per cluster (< 0: breached)",
         ),
         Indicator(
+            "replicas",
+            Unit.COUNT,
+            Direction.AT_LEAST,
+            _INFERENCE,
+            "median number of replicas answering per 5-minute slot, per service",
+        ),
+        Indicator(
+            "gpus_serving",
+            Unit.COUNT,
+            Direction.AT_LEAST,
+            _INFERENCE,
+            "GPUs held by the online-inference jobs serving the service, averaged over the month",
+        ),
+        Indicator(
+            "capacity_headroom",
+            Unit.RATIO,
+            Direction.AT_LEAST,
+            _INFERENCE,
+            "share of its capacity a service still had at busy times (1 - p95 load / saturation load)",
+        ),
+        Indicator(
             "time_to_gpu_p95",
             Unit.DURATION,
             Direction.AT_MOST,

@@ -14,6 +14,11 @@ Rules, applied per cluster to each team account's latest GPU limit:
    only reuse what the lowers freed). Unknown cluster size: no raises there.
 4. Fairness: weighted max-min. Headroom goes one GPU at a time to the starving account with the
    lowest limit per unit of entitled share (ties: worst wait, then name), each capped at one step.
+   Demand weighting: with a DEMAND frame (`quota.demand`: running plus pending GPU-hours per cluster
+   and team, and the part inside `quota.business_hours`), business-hours demand counts
+   `business_weight` times (default 2: "counts double"). A team's entitled share is multiplied by
+   (demand + (weight - 1) x business demand) / demand, so teams whose demand falls in business hours
+   get headroom first. Weight 1, or no demand, leaves the plan exactly as without it.
 Steps are relative: |proposed - current| <= max_step x current, whole GPUs, rounded toward no change.
 Unlimited (null) limits are left alone: there is no number to step from.
 """
@@ -35,6 +40,8 @@ from sla.results import QUOTA_PLAN_ITEMS
 
 _WAITS = {"queue_wait_p50": "wait_p95_s", "queue_wait_p95": "wait_p95_s", "queue_wait_max": "wait_max_s"}
 _EPS = 1e-9
+BUSINESS_WEIGHT = 2.0
+"""How much more demand inside `quota.business_hours` counts than demand outside them."""
 
 
 @dataclass
@@ -124,26 +131,53 @@ def recommend(
     plan_id: str,
     *,
     capacity: Mapping[str, int] | None = None,
+    demand: pl.DataFrame | None = None,
+    business_weight: float = BUSINESS_WEIGHT,
 ) -> pl.DataFrame:
     """QUOTA_PLAN_ITEMS for one plan.
 
     results: SLA_RESULTS of the month; usage: sla.usage.QUEUE_USAGE; quotas: QUOTA_SNAPSHOTS (the
-    latest account row per cluster counts); capacity: GPUs per cluster overriding the config.
+    latest account row per cluster counts); capacity: GPUs per cluster overriding the config;
+    demand: quota.demand.DEMAND, weighted by `business_weight` inside business hours.
     """
     planner = _Planner(config, capacity, latest_quotas(quotas), usage)
+    planner.demand = _demand_factors(demand, business_weight)
     over = _over_share(results)
     planner.lower(over)
     planner.raise_(_starved(results, usage), over)
     return pl.DataFrame(planner.items(plan_id), schema=QUOTA_PLAN_ITEMS, orient="row")
 
 
+@dataclass(frozen=True)
+class _Demand:
+    factor: float  # (demand + (weight - 1) x business demand) / demand
+    gpu_hours: float
+    business_gpu_hours: float
+    weight: float
+
+
+def _demand_factors(demand: pl.DataFrame | None, weight: float) -> dict[tuple[str, str], _Demand]:
+    if demand is None or demand.is_empty() or weight == 1:
+        return {}
+    found: dict[tuple[str, str], _Demand] = {}
+    for r in demand.iter_rows(named=True):
+        total, business = float(r["gpu_hours"] or 0.0), float(r["business_gpu_hours"] or 0.0)
+        if total > 0:
+            found[(r["cluster"], r["team"])] = _Demand((total + (weight - 1) * business) / total, total, business,
+                                                        weight)
+    return found
+
+
 class _Planner:
     """The accounts of one plan and their proposed limits, changed rule by rule."""
+
+    demand: dict[tuple[str, str], _Demand]
 
     def __init__(
         self, config: Config, capacity: Mapping[str, int] | None, quotas: pl.DataFrame, usage: pl.DataFrame
     ) -> None:
         self.config = config
+        self.demand = {}
         self.step = config.quota.max_step
         self.capacity = capacity
         self.accounts: dict[tuple[str, str], _Account] = {}
@@ -206,7 +240,7 @@ class _Planner:
                 open_ = [a for a in candidates if a.proposed < cap[a.name]]
                 if not open_:
                     break
-                pick = min(open_, key=lambda a: (a.proposed / self._weight(a.team), -severity[a.team], a.name))
+                pick = min(open_, key=lambda a: (a.proposed / self._weight(a), -severity[a.team], a.name))
                 pick.proposed += 1
                 headroom -= 1
             for acct in candidates:
@@ -221,14 +255,24 @@ class _Planner:
                     f"sum of {cluster}'s limits kept at most {ceiling} GPUs ({guaranteed} guaranteed: cluster minus "
                     "inference reserve); headroom shared by weighted max-min over entitled shares"
                 )
+                weighted = self.demand.get((cluster, acct.team))
+                if weighted is not None:
+                    acct.evidence.append(
+                        f"demand {weighted.gpu_hours:,.0f} GPU-hours running or pending, "
+                        f"{weighted.business_gpu_hours / weighted.gpu_hours:.0%} of it in business hours "
+                        f"({self.config.quota.business_hours} local, weighted x{weighted.weight:g})"
+                    )
                 acct.effects.append(
                     f"Up to {grant} more GPUs at once for {acct.team} on {cluster}, so its queued jobs start sooner "
                     "and the queue's wait should fall toward its objective."
                 )
 
-    def _weight(self, team: str) -> float:
-        found = self.config.teams.get(team)
-        return found.entitled_share if found is not None and found.entitled_share > 0 else 1.0
+    def _weight(self, acct: _Account) -> float:
+        """The account's entitled share, scaled by its business-hours weighted demand when given."""
+        found = self.config.teams.get(acct.team)
+        share = found.entitled_share if found is not None and found.entitled_share > 0 else 1.0
+        weighted = self.demand.get((acct.cluster, acct.team))
+        return share * weighted.factor if weighted is not None else share
 
     def items(self, plan_id: str) -> list[dict[str, Any]]:
         return [_item(plan_id, a) for _key, a in sorted(self.accounts.items()) if a.proposed != a.current]

@@ -40,8 +40,16 @@ class PlanNotFoundError(LookupError):
     """No stored plan has this id."""
 
 
-def target_of(item: PlanItem) -> QuotaTarget:
-    """The scheduler object holding an item's limit: Slurm accounts are per cluster, QOS are global."""
+def target_of(
+    item: PlanItem, *, flavor: str | None = None, field: str | None = None, resource: str | None = None
+) -> QuotaTarget:
+    """The scheduler object holding an item's limit: Slurm accounts are per cluster, QOS are global; a
+    Kueue `clusterqueue` takes `flavor` (None: its only GPU flavor), a Volcano `queue` takes `field`
+    (capability, the default, deserved or guarantee). `functools.partial` fixes the options for a run."""
+    if item.kind == "clusterqueue":
+        return QuotaTarget(item.kind, item.name, flavor=flavor, resource=resource)
+    if item.kind == "queue":
+        return QuotaTarget(item.kind, item.name, field=field, resource=resource)
     return QuotaTarget(item.kind, item.name, cluster=item.cluster if item.kind == "account" else None)
 
 
@@ -205,19 +213,37 @@ def apply_plan(
                    transport=scheduler.transport, outcome=outcome)
 
 
+def _written_target(plan: Plan, change: ChangeRecord, targets: Callable[[PlanItem], QuotaTarget]) -> QuotaTarget:
+    """The object a change wrote, through the same mapping the apply used (the plan item at the change's
+    position); a record that matches no item gets its target from the record alone."""
+    items = plan.items
+    if 0 < change.seq <= len(items):
+        item = items[change.seq - 1]
+        if (item.kind, item.name) == (change.kind, change.name):
+            return targets(item)
+    return QuotaTarget(change.kind, change.name, cluster=change.cluster if change.kind == "account" else None)
+
+
 def rollback_plan(
-    store: QuotaStore, writer: QuotaWriter, plan_id: str, *, actor: str, clock: Callable[[], datetime]
+    store: QuotaStore,
+    writer: QuotaWriter,
+    plan_id: str,
+    *,
+    actor: str,
+    clock: Callable[[], datetime],
+    targets: Callable[[PlanItem], QuotaTarget] = target_of,
 ) -> ApplyRecord:
-    """Write the applied plan's limits back to what they were (reverse order, guarded); leaves a record."""
-    load_plan(store, plan_id)
+    """Write the applied plan's limits back to what they were (reverse order, guarded); leaves a record.
+
+    `targets` must be the mapping the apply used (a Kueue flavor, a Volcano field)."""
+    plan = load_plan(store, plan_id)
     started = clock()
     active = in_force(store.applies(plan_id))
     if active is None:
         outcome = _Outcome("refused", f"plan {plan_id} is not applied; nothing to roll back", ())
     else:
         steps = [
-            _Step(QuotaTarget(c.kind, c.name, cluster=c.cluster if c.kind == "account" else None), c.cluster,
-                  c.after, c.before)
+            _Step(_written_target(plan, c, targets), c.cluster, c.after, c.before)
             for c in reversed(active.changes) if c.outcome == "written"
         ]
         outcome = _execute(steps, writer, success="rolled-back") if steps else _Outcome(

@@ -8,11 +8,13 @@ from gpusteward.config.schema import Config
 from reports.compliance import build_latency, build_queues, build_sla
 from reports.context import Context
 from reports.findings import build_findings
+from reports.followup import build_applied
 from reports.idle import build_idle
 from reports.model import Review, Section
 from reports.operations import build_breaches, build_completeness, build_quota
-from reports.pending import build_applied, build_failures, build_preemption, build_trend
+from reports.pending import build_failures, build_preemption, build_trend
 from reports.usage import build_task_mix
+from sla.followup import AppliedChange
 from sla.outputs import MonthOutputs
 
 SECTIONS: tuple[tuple[str, Callable[[Context], Section]], ...] = (
@@ -32,16 +34,23 @@ SECTIONS: tuple[tuple[str, Callable[[Context], Section]], ...] = (
 """The sections after the summary, in order: (key, builder)."""
 
 
-def build_review(outputs: MonthOutputs, config: Config, history: Sequence[MonthOutputs] = ()) -> Review:
+def build_review(
+    outputs: MonthOutputs,
+    config: Config,
+    history: Sequence[MonthOutputs] = (),
+    applied: Sequence[AppliedChange] = (),
+) -> Review:
     """The review of one month: summary findings (most severe first), then the sections.
 
     `history` holds earlier months' outputs (any order; later or equal months are ignored) for the
-    SLA trend; without it the trend section says there is no earlier month.
+    SLA trend and the follow-up baselines; without it the trend section says there is no earlier month.
+    `applied` holds the quota changes applied so far (`warehouse.quota_store.applied_changes`); the
+    follow-up section assesses those applied in the month before this one.
 
     Never raises for missing or malformed data: a section that cannot be built says
     "not available" and why.
     """
-    ctx = Context(outputs, config, history)
+    ctx = Context(outputs, config, history, applied)
     findings = build_findings(ctx)
     sections = tuple(builder(ctx) for _, builder in SECTIONS)
     return Review(ctx.month, findings, sections, ctx.notes.footnotes())

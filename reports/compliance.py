@@ -12,6 +12,7 @@ from reports.context import Context
 from reports.figures import latency_chart, queue_chart
 from reports.findings import sla_evidence
 from reports.model import Block, Cell, Column, Heading, Message, Quantity, Row, Section, Table, Term, Verdict
+from sla.capacity import NEAR_CAPACITY, near_capacity
 
 _SCENARIO_ORDER = {s.value: i for i, s in enumerate(Scenario)}
 _INDICATOR_ORDER = {name: i for i, name in enumerate(INDICATORS)}
@@ -134,4 +135,39 @@ def build_latency(ctx: Context) -> Section:
     blocks: list[Block] = [Message("latency.intro"), Table(columns, rows)]
     if (chart := latency_chart(ctx, results)) is not None:
         blocks.append(chart)
+    blocks += capacity_blocks(ctx)
     return Section("latency", tuple(blocks))
+
+
+def capacity_blocks(ctx: Context) -> list[Block]:
+    """Services near capacity: headroom below its objective (else NEAR_CAPACITY), with replicas and GPUs."""
+    results = ctx.frame("results").filter(pl.col("subject_kind") == "service")
+    if results.filter(pl.col("indicator") == "capacity_headroom").is_empty():
+        return []
+    near = near_capacity(results)
+    limit = Quantity(NEAR_CAPACITY, "percent")
+    if near.is_empty():
+        return [Message("latency.capacity_none", (("limit", limit),))]
+    by = {(r["subject"], r["indicator"]): r for r in results.to_dicts()}
+    rows: list[Row] = []
+    for row in near.to_dicts():
+        replicas = by.get((row["subject"], "replicas"))
+        gpus = by.get((row["subject"], "gpus_serving"))
+        rows.append(Row((
+            ctx.subject("service", row["subject"]),
+            Quantity(replicas["value"] if replicas else None, "number"),
+            Quantity(gpus["value"] if gpus else None, "gpus"),
+            Quantity(row["value"], "percent"),
+            Quantity(row["objective"] if row["objective"] is not None else NEAR_CAPACITY, "percent", "at_least"),
+        ), ctx.notes.ref(sla_evidence(row))))
+    columns = (
+        Column("col.service"),
+        Column("col.replicas", numeric=True),
+        Column("col.gpus_serving", numeric=True),
+        Column("col.headroom", numeric=True),
+        Column("col.objective", numeric=True),
+    )
+    return [
+        Message("latency.capacity_intro", (("count", Quantity(near.height, "count")), ("limit", limit))),
+        Table(columns, tuple(rows)),
+    ]

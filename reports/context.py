@@ -11,6 +11,7 @@ from gpusteward.domain import UNATTRIBUTED
 from gpusteward.indicators import INDICATORS, Direction, Unit
 from reports.evidence import Notes, cluster_coverage
 from reports.model import Bound, Message, Quantity, QuantityKind, Term, Text
+from sla.followup import AppliedChange
 from sla.outputs import MonthOutputs
 from sla.results import (
     BREACH_EPISODES,
@@ -62,10 +63,17 @@ def indicator_bound(indicator: str) -> Bound | None:
 class Context:
     """The month's outputs, each frame conformed to its schema or marked unusable."""
 
-    def __init__(self, outputs: MonthOutputs, config: Config, history: Sequence[MonthOutputs] = ()) -> None:
+    def __init__(
+        self,
+        outputs: MonthOutputs,
+        config: Config,
+        history: Sequence[MonthOutputs] = (),
+        applied: Sequence[AppliedChange] = (),
+    ) -> None:
         self.month = outputs.month
         self.config = config
-        self.history = tuple(history)  # earlier months, read only by the trend section
+        self.history = tuple(history)  # earlier months, read by the trend and follow-up sections
+        self.applied = tuple(applied)  # quota changes applied so far, read by the follow-up section
         self.notes = Notes()
         self._frames: dict[str, pl.DataFrame] = {}
         self._missing: dict[str, tuple[str, ...]] = {}

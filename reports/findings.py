@@ -7,6 +7,8 @@ Rules (documented in docs/reports.md):
   objective is configured for `share_over_entitlement`;
 - protection-line breaches keep the severity of their worst episode, one finding per line and subject;
 - missing telemetry is a warning from GAP_WARNING of the expected rows, otherwise info;
+- an inference service with less capacity headroom than its objective (else sla.capacity.NEAR_CAPACITY)
+  is a warning: it is near capacity;
 - an objective that cannot be judged for lack of data, and a non-empty quota plan, are info.
 """
 
@@ -21,6 +23,7 @@ from gpusteward.domain import Scenario
 from reports.context import Context
 from reports.evidence import Evidence, ratio
 from reports.model import SEVERITY_ORDER, Cell, Finding, Message, Quantity, QuantityKind, Severity, Term, Text
+from sla.capacity import NEAR_CAPACITY
 from sla.fairness import DEFAULT_OBJECTIVE
 
 SHARE_LIMIT = DEFAULT_OBJECTIVE
@@ -87,6 +90,12 @@ def _from_results(ctx: Context) -> list[_Candidate]:
                 share = Quantity(entitled.entitled_share if entitled else None, "percent")
                 out.append(_Candidate(sev, "share", order, "finding.share", (*base, ("entitled", share)),
                                       ev, "task_mix"))
+            continue
+        if indicator == "capacity_headroom":
+            if row["value"] is not None and row["value"] < (row["objective"] if row["objective"] is not None
+                                                             else NEAR_CAPACITY):
+                params = (*base[:3], ("value", Quantity(row["value"], "percent")))
+                out.append(_Candidate("warning", "service", order, "finding.near_capacity", params, ev, "latency"))
             continue
         if row["met"] is False:
             out.append(_miss(ctx, row, base, ev, order))

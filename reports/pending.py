@@ -5,8 +5,6 @@
   scenario and team, and the job names that failed most with their queue and final states.
 - `preemption`: preemptions, lost GPU-hours and recovery time per queue from SLA_RESULTS (the
   evaluator's preemption indicators); not available when the month has none.
-- `applied`: whether last month's applied changes helped: quota plans are dry runs, nothing is
-  applied, so there is nothing to assess yet.
 """
 
 from __future__ import annotations
@@ -226,8 +224,3 @@ def build_preemption(ctx: Context) -> Section:
         Column("col.recovery_p95", numeric=True),
     )
     return Section("preemption", (Message("preemption.intro"), Table(columns, tuple(rows))))
-
-
-def build_applied(_ctx: Context) -> Section:
-    return Section("applied", unavailable=Message("reason.nothing_applied"))
-

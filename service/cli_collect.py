@@ -1,18 +1,31 @@
-"""`gpusteward collect`: live dcgm-exporter scraping (`--once`) or a Prometheus-API backfill (`--from/--to`)."""
+"""`gpusteward collect`: live scraping (`--once`) or a Prometheus-API backfill (`--from/--to`).
+
+Both modes cover dcgm-exporter (GPU-minutes) and inference servers (inference windows, through the
+built-in and configured mappings). `--once` scrapes the inference targets twice,
+`--inference-window` seconds apart, because a window is what a replica did between two scrapes. A
+backfill reads both kinds from the same Prometheus, each with its own watermark
+(`promapi:URL` and `promapi-inference:URL`); a resumed inference backfill starts with a baseline
+scrape of each replica, so the first window after the watermark is not stored.
+"""
 
 from __future__ import annotations
 
 import sys
+import time
 from datetime import datetime
 from pathlib import Path
 
 import click
 
 from collectors.backfill import backfill
+from collectors.backfill_inference import backfill_inference
 from collectors.batch import CollectedBatch
+from collectors.inference_mappings import mapping_index
 from collectors.promapi import CLOSED, LEFT_OPEN, PromApiError, PromClient, PromUnavailableError
 from collectors.scrape import Scraper, ScrapeSettings
+from collectors.scrape_inference import InferenceScraper
 from collectors.targets import Target, load_file_sd, static_targets
+from gpusteward.config.schema import Config
 from gpusteward.errors import InputError
 from service.cli_options import config_option, db_option, load, open_for_writing
 from warehouse import Warehouse
@@ -40,6 +53,16 @@ def _store(wh: Warehouse, batch: CollectedBatch, source: str) -> dict[str, int]:
 @click.option("--once", is_flag=True, help="Scrape every target once and store what was read.")
 @click.option("--targets", "targets_file", type=click.Path(exists=True, dir_okay=False), help="file_sd JSON targets.")
 @click.option("--target", "addresses", multiple=True, help="host:port or URL of a dcgm-exporter (repeatable).")
+@click.option(
+    "--inference-targets", "inference_file", type=click.Path(exists=True, dir_okay=False),
+    help="file_sd JSON targets of inference servers (vLLM, SGLang, TGI, Triton, gateways).",
+)
+@click.option("--inference-target", "inference_addresses", multiple=True,
+              help="host:port or URL of an inference server's /metrics (repeatable).")
+@click.option("--inference-window", "inference_window_s", type=float, default=30.0, show_default=True,
+              help="--once: seconds between the two scrapes of inference targets (one window).")
+@click.option("--kind", "kinds", type=click.Choice(["all", "dcgm", "inference"]), default="all", show_default=True,
+              help="Backfill: which metrics to read from Prometheus.")
 @click.option("--cluster", default="default", show_default=True, help="Cluster of targets without a cluster label.")
 @click.option("--timeout", "timeout_s", type=float, default=10.0, show_default=True, help="Per-target timeout, s.")
 @click.option("--prometheus", "prom_url", help="Prometheus-API base URL to backfill from (with --from/--to).")
@@ -59,6 +82,10 @@ def collect(  # noqa: PLR0917 - click passes options as keyword arguments
     once: bool,
     targets_file: str | None,
     addresses: tuple[str, ...],
+    inference_file: str | None,
+    inference_addresses: tuple[str, ...],
+    inference_window_s: float,
+    kinds: str,
     cluster: str,
     timeout_s: float,
     prom_url: str | None,
@@ -67,39 +94,81 @@ def collect(  # noqa: PLR0917 - click passes options as keyword arguments
     selector: str,
     windows: str,
 ) -> None:
-    """Collect GPU telemetry into the warehouse: scrape exporters once, or backfill a range from Prometheus."""
+    """Collect GPU and inference telemetry: scrape exporters once, or backfill a range from Prometheus."""
     backfilling = prom_url is not None or start is not None or end is not None
     if once == backfilling:
         raise click.UsageError("give either --once (live scrape) or --prometheus URL --from ... --to ... (backfill)")
-    with open_for_writing(load(config_path), db_path) as wh:
+    config = load(config_path)
+    with open_for_writing(config, db_path) as wh:
         if once:
-            _scrape_once(wh, targets_file, addresses, cluster, timeout_s)
+            targets = _targets(targets_file, addresses)
+            inference = _targets(inference_file, inference_addresses)
+            if not targets and not inference:
+                raise click.UsageError(
+                    "no targets: give --targets FILE or --target host:port (dcgm-exporter), "
+                    "or --inference-targets FILE or --inference-target host:port"
+                )
+            failed = _scrape_once(wh, targets, cluster, timeout_s) if targets else 0
+            if inference:
+                failed += _scrape_inference_once(
+                    wh, config, inference, cluster, timeout_s=timeout_s, window_s=inference_window_s
+                )
+            if failed:
+                sys.exit(1)
         else:
             if prom_url is None or start is None or end is None:
                 raise click.UsageError("a backfill needs --prometheus, --from and --to")
-            _backfill(wh, prom_url, start, end, selector=selector, windows=windows, cluster=cluster)
+            if kinds in {"all", "dcgm"}:
+                _backfill(wh, prom_url, start, end, selector=selector, windows=windows, cluster=cluster)
+            if kinds in {"all", "inference"}:
+                _backfill_inference(wh, config, prom_url, start, end, selector=selector, windows=windows,
+                                    cluster=cluster)
 
 
-def _scrape_once(
-    wh: Warehouse, targets_file: str | None, addresses: tuple[str, ...], cluster: str, timeout_s: float
-) -> None:
+def _targets(path: str | None, addresses: tuple[str, ...]) -> list[Target]:
     targets: list[Target] = static_targets(addresses)
-    if targets_file:
+    if path:
         try:
-            targets += load_file_sd(Path(targets_file))
+            targets += load_file_sd(Path(path))
         except InputError as exc:
             raise click.ClickException(str(exc)) from exc
-    if not targets:
-        raise click.UsageError("no targets: give --targets FILE or --target host:port")
+    return targets
+
+
+def _report(batch: CollectedBatch) -> None:
+    for problem in batch.problems:
+        click.echo(f"  {problem}", err=True)
+
+
+def _scrape_once(wh: Warehouse, targets: list[Target], cluster: str, timeout_s: float) -> int:
+    """Scrape the dcgm-exporters once; returns how many targets failed."""
     scraper = Scraper(targets, settings=ScrapeSettings(timeout_s=timeout_s, default_cluster=cluster))
     batch = scraper.collect(flush=True)
     stored = _store(wh, batch, "scrape")
     up = sum(1 for s in scraper.states.values() if s.up)
     click.echo(f"scraped {up}/{len(targets)} targets; stored {stored.get('gpu_minutes', 0)} GPU-minutes")
-    for problem in batch.problems:
-        click.echo(f"  {problem}", err=True)
-    if up < len(targets):
-        sys.exit(1)
+    _report(batch)
+    return len(targets) - up
+
+
+def _scrape_inference_once(
+    wh: Warehouse, config: Config, targets: list[Target], cluster: str, *, timeout_s: float, window_s: float
+) -> int:
+    """Scrape the inference servers twice, `window_s` apart, and store the windows; returns targets that failed."""
+    scraper = InferenceScraper(
+        targets, mappings=mapping_index(config), settings=ScrapeSettings(timeout_s=timeout_s, default_cluster=cluster)
+    )
+    baseline = scraper.collect()
+    time.sleep(max(0.0, window_s))
+    batch = scraper.collect()
+    batch.problems[:0] = baseline.problems
+    stored = _store(wh, batch, "scrape-inference")
+    up = sum(1 for s in scraper.states.values() if s.up)
+    click.echo(
+        f"scraped {up}/{len(targets)} inference targets; stored {stored.get('inference_windows', 0)} inference windows"
+    )
+    _report(batch)
+    return len(targets) - up
 
 
 def _backfill(
@@ -123,3 +192,26 @@ def _backfill(
     except (PromApiError, PromUnavailableError) as exc:
         raise click.ClickException(f"{exc} (stored so far is kept; run again to resume)") from exc
     click.echo(f"stored {stored} GPU-minutes from {source}; watermark {get_watermark(wh, source)}")
+
+
+def _backfill_inference(
+    wh: Warehouse, config: Config, url: str, start: datetime, end: datetime, *, selector: str, windows: str,
+    cluster: str,
+) -> None:
+    source = f"promapi-inference:{url}" + (f"{{{selector}}}" if selector else "")
+    stored = 0
+    try:
+        with PromClient(url) as client:
+            convention = client.flavor() if windows == "auto" else windows
+            mark = get_watermark(wh, source)
+            chunks = backfill_inference(
+                client, start, end, convention=convention, watermark=mark, mappings=mapping_index(config),
+                matchers=selector, default_cluster=cluster,
+            )
+            for chunk in chunks:
+                stored += _store(wh, chunk.batch, source).get("inference_windows", 0)
+                set_watermark(wh, source, chunk.end)
+                _report(chunk.batch)
+    except (PromApiError, PromUnavailableError) as exc:
+        raise click.ClickException(f"{exc} (stored so far is kept; run again to resume)") from exc
+    click.echo(f"stored {stored} inference windows from {source}; watermark {get_watermark(wh, source)}")

@@ -2,17 +2,20 @@
 
 Register with `cli.add_command(quota)`. Approvals and rejections are control actions
 (`warehouse.control`), the same rows the service's API writes; applies and rollbacks go through
-`quota.workflow` to Slurm (`sacctmgr`, or slurmrestd with `--rest-socket`/`--rest-url`) and leave
-an audit record each (`warehouse.quota_store`).
+`quota.workflow` to Slurm (`sacctmgr`, or slurmrestd with `--rest-socket`/`--rest-url`), or with
+`--scheduler kueue|volcano --kube-url URL` to Kueue ClusterQueue nominalQuota or a Volcano Queue's
+capability/deserved/guarantee, and leave an audit record each (`warehouse.quota_store`).
 """
 
 from __future__ import annotations
 
 import dataclasses
+import functools
 import getpass
 import json
 import os
 from datetime import UTC, datetime
+from pathlib import Path
 from typing import Any
 
 import click
@@ -35,7 +38,7 @@ def _actor(actor: str | None) -> str:
 
 @click.group("quota")
 def quota() -> None:
-    """Quota plans: recommend, approve or reject, apply to Slurm (all or nothing), roll back."""
+    """Quota plans: recommend, approve or reject, apply to Slurm, Kueue or Volcano (all or nothing), roll back."""
 
 
 @quota.command("plan")
@@ -128,6 +131,17 @@ def quota_reject(config_path: str | None, db_path: str | None, plan_id: str, act
 
 def _slurm_options(fn: Any) -> Any:
     for option in reversed((
+        click.option("--scheduler", type=click.Choice(["slurm", "kueue", "volcano"]), default="slurm",
+                     show_default=True, help="Where the plan's limits live."),
+        click.option("--kube-url", default=None, help="Kubernetes API server URL (Kueue, Volcano)."),
+        click.option("--kube-token-file", default=None, type=click.Path(dir_okay=False),
+                     help="File holding the bearer token (default: $KUBE_TOKEN)."),
+        click.option("--kube-ca", default=None, type=click.Path(dir_okay=False),
+                     help="CA bundle to verify the API server with."),
+        click.option("--kueue-flavor", default=None,
+                     help="ResourceFlavor of the ClusterQueue's GPUs (default: its only GPU flavor)."),
+        click.option("--volcano-field", type=click.Choice(["capability", "deserved", "guarantee"]),
+                     default="capability", show_default=True, help="Which Volcano Queue limit the plan sets."),
         click.option("--slurm-cli", "slurm_path", default=None,
                      help="PATH to search for sacctmgr (default: $PATH)."),
         click.option("--rest-socket", default=None, help="slurmrestd unix socket (QOS only on Slurm 22.05)."),
@@ -138,33 +152,57 @@ def _slurm_options(fn: Any) -> Any:
     return fn
 
 
+def _kube_api(ctx_args: dict[str, Any]) -> Any:
+    from collectors.kube import KubeApi
+
+    if not ctx_args["kube_url"]:
+        raise click.UsageError(f"--scheduler {ctx_args['scheduler']} needs --kube-url")
+    token_file = ctx_args["kube_token_file"]
+    token = Path(token_file).read_text(encoding="utf-8").strip() if token_file else os.environ.get("KUBE_TOKEN")
+    return KubeApi(ctx_args["kube_url"], token=token or None, verify=ctx_args["kube_ca"] or True)
+
+
 def _run(ctx_args: dict[str, Any], plan_id: str, *, rollback: bool, dry_run: bool = False) -> None:
+    from collectors.kube import KueueQuotaWriter, VolcanoQuotaWriter
     from collectors.slurm import RestQuotaWriter, SacctmgrQuotaWriter, SlurmCli, SlurmRest
     from collectors.slurm.writes import QuotaWriter
-    from quota.workflow import PlanNotFoundError, apply_plan, rollback_plan
+    from quota.workflow import PlanNotFoundError, apply_plan, rollback_plan, target_of
     from warehouse.quota_store import WarehouseQuotaStore
 
     rest: SlurmRest | None = None
-    if ctx_args["rest_socket"]:
-        rest = SlurmRest(socket=ctx_args["rest_socket"])
-    elif ctx_args["rest_url"]:
-        rest = SlurmRest(base_url=ctx_args["rest_url"], user=ctx_args["rest_user"], token=os.environ.get("SLURM_JWT"))
-    writer: QuotaWriter = RestQuotaWriter(rest) if rest is not None else SacctmgrQuotaWriter(
-        SlurmCli(path=ctx_args["slurm_path"]))
+    kube: Any = None
+    writer: QuotaWriter
+    scheduler = ctx_args["scheduler"]
+    if scheduler in ("kueue", "volcano"):
+        kube = _kube_api(ctx_args)
+        writer = KueueQuotaWriter(kube) if scheduler == "kueue" else VolcanoQuotaWriter(kube)
+    else:
+        if ctx_args["rest_socket"]:
+            rest = SlurmRest(socket=ctx_args["rest_socket"])
+        elif ctx_args["rest_url"]:
+            rest = SlurmRest(base_url=ctx_args["rest_url"], user=ctx_args["rest_user"],
+                             token=os.environ.get("SLURM_JWT"))
+        writer = RestQuotaWriter(rest) if rest is not None else SacctmgrQuotaWriter(
+            SlurmCli(path=ctx_args["slurm_path"]))
+    # The same mapping applies and rolls back: the Kueue flavor and the Volcano field must match.
+    targets = functools.partial(target_of, flavor=ctx_args["kueue_flavor"], field=ctx_args["volcano_field"])
     config = load(ctx_args["config_path"])
     try:
         with open_for_writing(config, ctx_args["db_path"]) as wh:
             store = WarehouseQuotaStore(wh)
             actor = _actor(ctx_args["actor"])
             if rollback:
-                record = rollback_plan(store, writer, plan_id, actor=actor, clock=_now)
+                record = rollback_plan(store, writer, plan_id, actor=actor, clock=_now, targets=targets)
             else:
-                record = apply_plan(store, writer, plan_id, actor=actor, clock=_now, dry_run=dry_run)
+                record = apply_plan(store, writer, plan_id, actor=actor, clock=_now, dry_run=dry_run,
+                                    targets=targets)
     except PlanNotFoundError as exc:
         raise click.ClickException(str(exc)) from exc
     finally:
         if rest is not None:
             rest.close()
+        if kube is not None:
+            kube.close()
     body = dataclasses.asdict(record)
     click.echo(json.dumps(body, indent=2, default=str))
     if record.result not in ("applied", "dry-run", "rolled-back"):

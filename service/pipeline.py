@@ -16,6 +16,7 @@ from alerts.model import Alert, alerts_from_episodes
 from alerts.outbox import TickResult
 from gpusteward.config import Config
 from gpusteward.domain import Month
+from quota.demand import demand_of
 from quota.plan import Plan
 from quota.recommender import recommend
 from reports import Review, build_review, write_review
@@ -24,6 +25,7 @@ from sla.month import evaluate_month
 from sla.outputs import MonthOutputs
 from sla.usage import queue_usage
 from warehouse import Warehouse
+from warehouse.quota_store import applied_changes
 
 
 def latest_month(wh: Warehouse) -> Month:
@@ -37,7 +39,7 @@ def evaluate(wh: Warehouse, config: Config, month: Month) -> MonthOutputs:
     """Evaluate the month, plan quota changes, and store both; return the month's outputs."""
     inputs = wh.evaluation_inputs(month)
     outputs = evaluate_month(inputs, config)
-    plan = _plan(outputs, inputs.quota_snapshots, config, queue_usage(inputs, config))
+    plan = _plan(outputs, inputs.quota_snapshots, config, queue_usage(inputs, config), demand_of(inputs, config))
     wh.store_plan(
         plan.id, month, plan.created_at, plan.status, dry_run=plan.dry_run, body=plan.to_dict(), items=plan.to_frame()
     )
@@ -46,10 +48,12 @@ def evaluate(wh: Warehouse, config: Config, month: Month) -> MonthOutputs:
     return outputs
 
 
-def _plan(outputs: MonthOutputs, quotas: pl.DataFrame, config: Config, usage: pl.DataFrame) -> Plan:
+def _plan(
+    outputs: MonthOutputs, quotas: pl.DataFrame, config: Config, usage: pl.DataFrame, demand: pl.DataFrame
+) -> Plan:
     # A plan's id is derived from the changes it proposes, so re-running on the same data gives the
     # same plan instead of a pile of copies (and float noise in the inputs cannot change it).
-    draft = recommend(outputs.results, usage, quotas, config, "draft")
+    draft = recommend(outputs.results, usage, quotas, config, "draft", demand=demand)
     changes = draft.select("cluster", "kind", "name", "current_gpus", "proposed_gpus").sort("cluster", "kind", "name")
     digest = hashlib.sha256(f"{outputs.month}\n{changes.write_csv()}".encode()).hexdigest()[:10]
     plan_id = f"{outputs.month}-{digest}"
@@ -98,9 +102,10 @@ HISTORY_MONTHS = 5
 def produce_review(
     wh: Warehouse, config: Config, month: Month, out_dir: Path, *, formats: Sequence[str], langs: Sequence[str]
 ) -> tuple[Review, list[Path]]:
-    """Build the month's review (with the earlier evaluated months as history) and write it."""
+    """Build the month's review (with the earlier evaluated months as history, and the applied quota
+    changes for the follow-up of last month's) and write it."""
     history = [wh.month_outputs(m) for m in wh.months() if m < month][-HISTORY_MONTHS:]
-    review = build_review(wh.month_outputs(month), config, history)
+    review = build_review(wh.month_outputs(month), config, history, applied_changes(wh))
     paths = write_review(review, out_dir, formats=tuple(formats), langs=tuple(langs))  # type: ignore[arg-type]
     return review, paths
 

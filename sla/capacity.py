@@ -1,4 +1,4 @@
-"""Pool-level evaluators: inference headroom against the reserve line, and telemetry per host.
+"""Capacity: inference headroom against the reserve line, per inference service, and telemetry per host.
 
 - reserve_headroom_gpus (online_inference, per cluster with an inference reserve line): the fewest
   GPUs available to online inference in any minute (as the protection line counts them, see
@@ -7,19 +7,38 @@
 - telemetry_completeness (scenario `all`, per host): GPU-minutes with a row / GPU-minutes the
   inventory expects (each GPU from the later of the window start and its first sighting). A silent
   exporter shows here with the host's name.
+- per inference service (`service_capacity_rows`, called by the online inference evaluator):
+  `replicas`, `gpus_serving` and `capacity_headroom`, see that function and `capacity_headroom`.
 """
 
 from __future__ import annotations
 
+import math
+import re
+import statistics
+from datetime import datetime
 from typing import Any
 
 import polars as pl
 
 from gpusteward.config.schema import Config
 from gpusteward.domain import Scenario
+from gpusteward.indicators import INDICATORS
 from gpusteward.objectives import DEFAULT_TELEMETRY_COMPLETENESS
 from gpusteward.tables import GPU_MINUTES, conform
-from sla.common import ALL_SCENARIOS, MINUTE, classified_jobs, result_row, results_frame, slo_for, window_of
+from sla.common import (
+    ALL_SCENARIOS,
+    MINUTE,
+    Window,
+    classified_jobs,
+    fmt_ratio,
+    result_row,
+    results_frame,
+    slo_for,
+    window_of,
+    with_overlap,
+)
+from sla.histogram import quantiles_of, summed_histograms
 from sla.inputs import GPU_INVENTORY, EvaluationInputs
 from sla.protection import cluster_gpus, held_per_minute, holders, inference_reserve_episodes
 
@@ -133,3 +152,206 @@ def _objective(config: Config) -> float:
                 return slo.threshold
     return DEFAULT_TELEMETRY_COMPLETENESS
 
+
+
+# --- Per inference service: replicas, GPUs serving, capacity headroom -------------------------------
+
+NEAR_CAPACITY = 0.2
+"""A service with less than this share of its capacity left at busy times is "near capacity"
+(used when no `capacity_headroom` objective is configured)."""
+SATURATED_KV = 0.9  # KV-cache use at which a replica is counted as full
+MIN_SATURATED_SLOTS = 3  # fewer saturated slots than this say too little about where capacity lies
+BUSY_QUANTILE = 0.95  # "busy times": this quantile of the month's 5-minute slots by load
+_P99 = 0.99
+SERVICE_CAPACITY_INDICATORS = ("replicas", "gpus_serving", "capacity_headroom")
+
+
+def service_slots(frame: pl.DataFrame, latency_p99_objective: float | None) -> pl.DataFrame:
+    """Per service and 5-minute slot of `frame` (INFERENCE_WINDOWS plus `slot`): replicas, load, saturation.
+
+    `rate` is requests per second per replica (requests / replica-seconds the windows cover), so a slot
+    with fewer replicas up is compared fairly; `saturated` is true when any replica had requests waiting
+    at a window's end, any replica's KV cache was at least SATURATED_KV full, or the slot's p99
+    latency was above `latency_p99_objective`.
+    """
+    per_replica = frame.group_by("service", "slot", "instance").agg(
+        pl.col("cluster").first(),
+        pl.col("requests").sum(),
+        pl.col("window_s").cast(pl.Float64).sum().alias("seconds"),
+        pl.col("waiting").max(),
+        pl.col("kv_cache_usage").max().alias("kv"),
+    )
+    slots = per_replica.group_by("service", "slot").agg(
+        pl.col("cluster").mode().sort().first(),
+        pl.len().alias("replicas"),
+        pl.col("requests").sum(),
+        pl.col("seconds").sum(),
+        pl.col("waiting").max(),
+        pl.col("kv").mean(),
+        pl.col("kv").max().alias("kv_max"),
+    )
+    slots = slots.with_columns(
+        pl.when(pl.col("seconds") > 0).then(pl.col("requests") / pl.col("seconds")).otherwise(None).alias("rate")
+    )
+    slow = pl.lit(value=False)
+    if latency_p99_objective is not None and frame.height:
+        p99 = quantiles_of(summed_histograms(frame, ["service", "slot"], "e2e_le", "e2e_counts"), {"p99": _P99})
+        slots = slots.join(p99.select("service", "slot", "p99"), on=["service", "slot"], how="left")
+        slow = pl.col("p99").fill_null(0.0) > latency_p99_objective
+    saturated = (pl.col("waiting").fill_null(0.0) > 0) | (pl.col("kv_max").fill_null(0.0) >= SATURATED_KV) | slow
+    return slots.with_columns(saturated.alias("saturated")).sort("service", "slot")
+
+
+def capacity_headroom(slots: pl.DataFrame) -> tuple[float | None, str]:
+    """Share of a service's capacity left at its busy times, and how it was found (one service's slots).
+
+    Busy load L: the BUSY_QUANTILE of the per-replica request rate over the slots with requests.
+    Capacity C: the median per-replica rate of the saturated slots (where requests queued, the KV
+    cache was full or p99 broke its objective), when at least MIN_SATURATED_SLOTS were saturated;
+    headroom = 1 - L / C, clipped to [0, 1]. A service that never saturated has no observed
+    capacity: its headroom is 1 - the BUSY_QUANTILE of its mean KV-cache use (the memory its
+    running requests leave free); with neither signal it is unknown (None).
+    """
+    busy = slots.filter(pl.col("requests") > 0)
+    if busy.height == 0:
+        return None, "no 5-minute slot had requests"
+    load = busy["rate"].drop_nulls().quantile(BUSY_QUANTILE, "linear")
+    saturated = busy.filter(pl.col("saturated") & pl.col("rate").is_not_null())
+    if saturated.height >= MIN_SATURATED_SLOTS and load is not None:
+        cap = saturated["rate"].median()
+        if isinstance(cap, int | float) and cap > 0:
+            value = min(1.0, max(0.0, 1.0 - load / cap))
+            return value, (
+                f"busy load (p{BUSY_QUANTILE * 100:.0f} of {busy.height} slots) {load:.3g} req/s per replica; "
+                f"saturated (requests queued, KV cache full or p99 above objective) in {saturated.height} slots "
+                f"at a median {cap:.3g} req/s per replica: {fmt_ratio(value)} of capacity left"
+            )
+    kv = busy["kv"].drop_nulls()
+    if kv.len() == 0:
+        return None, f"never saturated in {busy.height} slots and no KV-cache gauge: capacity unknown"
+    used = float(kv.quantile(BUSY_QUANTILE, "linear") or 0.0)
+    value = min(1.0, max(0.0, 1.0 - used))
+    return value, (
+        f"saturated in {saturated.height} of {busy.height} slots (too few to place capacity); "
+        f"KV cache p{BUSY_QUANTILE * 100:.0f} {fmt_ratio(used)} full: {fmt_ratio(value)} of capacity left"
+    )
+
+
+def _service_pattern(service: str) -> re.Pattern[str]:
+    names = {service, service.rsplit("/", 1)[-1]}
+    alternatives = "|".join(re.escape(n) for n in sorted(names, key=len, reverse=True))
+    return re.compile(rf"(?<![A-Za-z0-9])(?:{alternatives})(?![A-Za-z0-9])", re.IGNORECASE)
+
+
+def serving_jobs(jobs: pl.DataFrame, services: list[str], window: Window) -> pl.DataFrame:
+    """Online-inference job records that held GPUs in the window, with the `service` each one serves.
+
+    A job serves the service whose name (or the part after its last "/") appears as a whole word in
+    the job's name or comment, as `vllm serve MODEL` or `vllm-<model>-<replica>` put it; the longest
+    match wins (so "chat-70b" beats "chat"). Jobs naming no service are left out.
+    """
+    held = with_overlap(
+        jobs.filter(
+            (pl.col("scenario") == _INFERENCE)
+            & pl.col("start_time").is_not_null()
+            & (pl.col("gpus_allocated").fill_null(0) > 0)
+        ),
+        window,
+    ).filter(pl.col("held_s") > 0)
+    patterns = sorted(((s, _service_pattern(s)) for s in services), key=lambda p: len(p[0]), reverse=True)
+    served: list[str | None] = []
+    for name, comment in held.select("name", "comment").iter_rows():
+        text = f"{name or ''} {comment or ''}"
+        served.append(next((s for s, p in patterns if p.search(text)), None))
+    return held.with_columns(pl.Series("service", served, dtype=pl.Utf8)).filter(pl.col("service").is_not_null())
+
+
+def _reserve_text(
+    config: Config, cluster: str | None, inference_gpus: float, per_replica: float | None, window: Window
+) -> str:
+    line = next((r for r in config.protection.inference_reserve if r.cluster == cluster), None)
+    if line is None:
+        return f"no inference reserve line protects cluster {cluster}"
+    text = (f"reserve on {cluster}: {line.min_gpus} GPUs kept for online inference; its jobs there hold "
+            f"{inference_gpus:.1f} on average over {window.hours:.0f} h")
+    spare = line.min_gpus - inference_gpus
+    if spare < 0:
+        return text + ", more than the reserve protects: scaling out is not guaranteed"
+    if per_replica:
+        return text + f": room for {math.floor(spare / per_replica + 1e-9)} more replicas of {per_replica:.3g} GPUs"
+    return text + f": {spare:.1f} GPUs of the reserve unused"
+
+
+def service_capacity_rows(
+    inputs: EvaluationInputs, config: Config, frame: pl.DataFrame, window: Window
+) -> list[dict[str, Any]]:
+    """replicas, gpus_serving and capacity_headroom per service (`frame`: the month's windows with `slot`).
+
+    - replicas: the median over the service's 5-minute slots of the replicas (distinct `instance`
+      values) that reported; evidence: the fewest and most, and the distinct replicas of the month.
+    - gpus_serving: GPUs held by the online-inference jobs serving the service (`serving_jobs`),
+      averaged over the time from its first window to the window end; null when no job names it.
+    - capacity_headroom: `capacity_headroom(...)`; the evidence adds the cluster's inference reserve
+      (protection line `inference_reserve`): how many more replicas of the service fit in what the
+      reserve guarantees beyond what inference jobs hold there.
+    """
+    if frame.height == 0 or window.minutes == 0:
+        return []
+    p99_slo = slo_for(config, _INFERENCE, "latency_p99")
+    slots = service_slots(frame, p99_slo.threshold if p99_slo else None)
+    services = sorted(slots["service"].unique().to_list())
+    jobs = serving_jobs(classified_jobs(inputs, config), services, window)
+    all_inference = with_overlap(
+        classified_jobs(inputs, config).filter(
+            (pl.col("scenario") == _INFERENCE) & (pl.col("gpus_allocated").fill_null(0) > 0)
+        ),
+        window,
+    )
+    window_s = max(1.0, (window.end - window.start).total_seconds())
+    headroom_slo = slo_for(config, _INFERENCE, "capacity_headroom") if "capacity_headroom" in INDICATORS else None
+    rows: list[dict[str, Any]] = []
+    for service in services:
+        mine = slots.filter(pl.col("service") == service)
+        clusters = mine["cluster"].drop_nulls().mode().sort().to_list()
+        cluster = str(clusters[0]) if clusters else None
+        first = mine["slot"].min()
+        span_s = max(1.0, (window.end - first).total_seconds()) if isinstance(first, datetime) else window_s
+        distinct = frame.filter(pl.col("service") == service)["instance"].n_unique()
+        counts = [int(n) for n in mine["replicas"].to_list()]
+        median_replicas = float(statistics.median(counts)) if counts else 0.0
+        common = {"inputs": inputs, "scenario": _INFERENCE, "subject_kind": "service", "subject": service,
+                  "rows": mine.height, "completeness": None}
+        rows.append(result_row(
+            **common, indicator="replicas", value=median_replicas, objective=None,
+            evidence=(f"median {median_replicas:g} replicas per 5-minute slot (fewest {min(counts, default=0)}, "
+                      f"most {max(counts, default=0)}); {distinct} distinct replicas reported in the month"),
+        ))
+        served = jobs.filter(pl.col("service") == service)
+        gpus: float | None = None
+        if served.height:
+            gpu_s = float((served["held_s"] * served["gpus_allocated"].cast(pl.Float64)).sum())
+            gpus = gpu_s / span_s
+            ids = ", ".join(str(j) for j in served["job_id"].unique().sort().head(6).to_list())
+            more = "" if served["job_id"].n_unique() <= 6 else ", ..."
+            gpu_text = (f"{gpus:.1f} GPUs on average: {gpu_s / 3600:,.0f} GPU-hours of {served.height} job records "
+                        f"naming it ({ids}{more})")
+        else:
+            gpu_text = "no online-inference job record names this service"
+        rows.append(result_row(**common, indicator="gpus_serving", value=gpus, objective=None, evidence=gpu_text))
+        value, text = capacity_headroom(mine)
+        held = all_inference.filter(pl.col("cluster") == cluster)
+        inference_gpus = float((held["held_s"] * held["gpus_allocated"].cast(pl.Float64)).sum()) / window_s
+        per_replica = gpus / median_replicas if gpus and median_replicas else None
+        text += "; " + _reserve_text(config, cluster, inference_gpus, per_replica, window)
+        rows.append(result_row(
+            **common, indicator="capacity_headroom", value=value,
+            objective=headroom_slo.threshold if headroom_slo else None, evidence=text,
+        ))
+    return rows
+
+
+def near_capacity(results: pl.DataFrame) -> pl.DataFrame:
+    """capacity_headroom rows (SLA_RESULTS) below their objective, else below NEAR_CAPACITY; tightest first."""
+    rows = results.filter((pl.col("indicator") == "capacity_headroom") & pl.col("value").is_not_null())
+    limit = pl.col("objective").fill_null(NEAR_CAPACITY)
+    return rows.filter(pl.col("value") < limit).sort(["value", "subject"])

@@ -6,6 +6,10 @@ Month figures sum every window's bucket increases per service and apply histogra
 the replicas of a service per 5-minute window: the share of windows whose quantile is above the
 objective becomes the error budget (`budget_left = 1 - share / (1 - target)`), and the hours of
 day (in the cluster's time zone) where breaches concentrate become evidence.
+
+Per service it also reports `replicas`, `gpus_serving` and `capacity_headroom`
+(sla.capacity.service_capacity_rows: busy-time load against the load at which the service saturated,
+and the room the cluster's inference reserve leaves to scale out).
 """
 
 from __future__ import annotations
@@ -19,6 +23,7 @@ from gpusteward.config.schema import Config
 from gpusteward.domain import Scenario
 from gpusteward.tables import INFERENCE_WINDOWS, conform
 from sla.budget import budget_left, burn_rate
+from sla.capacity import service_capacity_rows
 from sla.common import Window, fmt_ratio, human_duration, result_row, results_frame, slo_for, window_of
 from sla.histogram import quantiles_of, summed_histograms
 from sla.inputs import EvaluationInputs
@@ -194,6 +199,7 @@ class OnlineInferenceEvaluator:
                 ))
             rows.append(self._error_row(inputs, config, s, completeness))
         rows += availability_rows(inputs, config, frame, window)
+        rows += service_capacity_rows(inputs, config, frame, window)
         return results_frame(rows)
 
     def _latency_row(

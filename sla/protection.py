@@ -20,11 +20,11 @@ import polars as pl
 
 from gpusteward.config.schema import Config, InferenceReserveLine
 from gpusteward.domain import INTERRUPTED_STATES, Scenario
-from gpusteward.tables import TS, conform
-from sla.common import MINUTE, Window, base_state, classified_jobs, window_of
+from gpusteward.tables import conform
+from sla.common import Window, base_state, classified_jobs, window_of
 from sla.inputs import EvaluationInputs
 from sla.protection_burn import BurnRateLine
-from sla.protection_common import peak_window, threshold_expr
+from sla.protection_common import episode_row, episodes_frame, join_runs, minute_runs, peak_window, threshold_expr
 from sla.protection_preemption import InferencePreemptionLine, TrainingPreemptionLine
 from sla.protection_queues import InteractiveLimitsLine, QueueWaitLine
 from sla.results import BREACH_EPISODES
@@ -80,28 +80,11 @@ def held_per_minute(held: pl.DataFrame, window: Window) -> pl.DataFrame:
     )
 
 
-def _episodes(per_minute: pl.DataFrame, line: InferenceReserveLine) -> pl.DataFrame:
-    """Runs of consecutive breaching minutes at least `for` long: start, end, minutes, worst."""
-    breach = per_minute.filter(pl.col("available") < pl.col("limit"))
-    if breach.height == 0:
-        return pl.DataFrame(
-            schema={"start": TS, "end": TS, "minutes": pl.Int64, "worst_value": pl.Float64, "threshold": pl.Float64}
-        )
-    runs = breach.with_columns(
-        ((pl.col("ts") - pl.col("ts").shift(1)) != pl.lit(MINUTE)).fill_null(True).cum_sum().alias("_run")
-    )
-    return (
-        runs.group_by("_run")
-        .agg(
-            pl.col("ts").min().alias("start"),
-            (pl.col("ts").max() + pl.duration(minutes=1)).alias("end"),
-            pl.len().cast(pl.Int64).alias("minutes"),
-            pl.col("available").min().cast(pl.Float64).alias("worst_value"),
-            pl.col("limit").max().alias("threshold"),
-        )
-        .filter(pl.col("minutes") * 60 >= line.for_.total_seconds())
-        .sort("start")
-    )
+def _episodes(per_minute: pl.DataFrame, line: InferenceReserveLine) -> list[dict[str, Any]]:
+    """Runs of consecutive minutes below the reserve, joined into episodes by the line's `for` and
+    `resolve_after`; each carries the minutes' `available` and `limit` as lists."""
+    breach = per_minute.filter(pl.col("available") < pl.col("limit")).select("ts", "available", "limit")
+    return join_runs(minute_runs(breach), [], for_=line.for_, resolve_after=line.resolve_after)
 
 
 def _clock(moment: datetime) -> str:
@@ -151,14 +134,13 @@ def inference_reserve_episodes(inputs: EvaluationInputs, config: Config) -> pl.D
         per_minute = held_per_minute(held, window).with_columns(
             (total - pl.col("held")).alias("available"), limit.alias("limit")
         )
-        for ep in _episodes(per_minute, line).iter_rows(named=True):
-            rows.append({
-                "line": INFERENCE_RESERVE, "subject": line.cluster, "start": ep["start"], "end": ep["end"],
-                "minutes": ep["minutes"], "worst_value": ep["worst_value"], "threshold": ep["threshold"],
-                "severity": line.severity, "fallback": line.fallback,
-                "evidence": _evidence(held, mine, ep["start"], ep["end"], total),
-            })
-    return pl.DataFrame(rows, schema=BREACH_EPISODES, orient="row").sort("line", "subject", "start")
+        for ep in _episodes(per_minute, line):
+            rows.append(episode_row(
+                INFERENCE_RESERVE, line.cluster, ep["start"], ep["end"], worst=float(min(ep["available"])),
+                threshold=float(max(ep["limit"])), severity=line.severity, fallback=line.fallback,
+                evidence=_evidence(held, mine, ep["start"], ep["end"], total), breached=ep["breached"],
+            ))
+    return episodes_frame(rows)
 
 
 class ProtectionLine(Protocol):

@@ -12,6 +12,7 @@ fires form an episode. The pairs are data: `BURN_RATE_POLICY` in gpusteward.conf
 from __future__ import annotations
 
 import fnmatch
+from datetime import timedelta
 from typing import Any
 
 import numpy as np
@@ -21,7 +22,7 @@ from gpusteward.config.protection import BurnRateLine as BurnRateConfig
 from gpusteward.config.schema import Config
 from sla.common import human_duration, window_of
 from sla.inputs import EvaluationInputs
-from sla.protection_common import clock, episode_row, episodes_frame, minute_runs
+from sla.protection_common import clock, episode_row, episodes_frame, join_runs, minute_runs
 
 BURN_RATE = "burn_rate"
 _SEVERITY_ORDER = ("critical", "warning", "info")
@@ -103,7 +104,7 @@ class BurnRateLine:
         flagged = series.with_columns(*fired, *rates).filter(pl.any_horizontal(pl.col("^_f.*$")))
         flagged = flagged.select("ts", pl.col("^_f.*$"), pl.col("^_r.*$"))
         out: list[dict[str, Any]] = []
-        for ep in minute_runs(flagged).iter_rows(named=True):
+        for ep in join_runs(minute_runs(flagged), [], for_=timedelta(0), resolve_after=line.resolve_after):
             hit = [k for k in range(len(line.windows)) if any(ep[f"_f{k}"])]
             worst = max(max(ep[f"_r{k}"]) for k in hit)
             pairs = ", ".join(
@@ -122,7 +123,7 @@ class BurnRateLine:
             out.append(episode_row(
                 BURN_RATE, service, ep["start"], ep["end"], worst=worst, threshold=min(line.windows[k].factor
                                                                                          for k in hit),
-                severity=severity, fallback=line.fallback, evidence=evidence,
+                severity=severity, fallback=line.fallback, evidence=evidence, breached=ep["breached"],
             ))
         return out
 

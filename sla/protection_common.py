@@ -1,5 +1,11 @@
-"""What every protection line shares: peak-window masks, merging breach intervals into episodes,
-and the BREACH_EPISODES row.
+"""What every protection line shares: peak-window masks, merging breach intervals into runs, joining
+runs into episodes, and the BREACH_EPISODES row.
+
+A line finds its breach runs (`minute_runs` for minute flags, `merge_intervals` for [start, end)
+intervals) and hands them to `join_runs`, which applies the line's `for` and `resolve_after` the
+way an alert lives: a run must last `for` before it opens an episode; once open, the episode takes
+every run that starts within `resolve_after` of its last breaching minute, however short. So a
+breach that clears for a moment and comes back is one alert, not one per recurrence.
 
 Kept free of any one line's rules, so an add-on line uses them the way the built-ins do.
 """
@@ -132,13 +138,58 @@ def merge_intervals(intervals: pl.DataFrame, keys: Iterable[str]) -> pl.DataFram
     )
 
 
+def join_runs(
+    runs: pl.DataFrame, keys: Iterable[str], *, for_: timedelta, resolve_after: timedelta
+) -> list[dict[str, Any]]:
+    """Breach runs (keys, start, end, and any other columns; runs of one key do not overlap) joined
+    into episodes as described in the module docstring.
+
+    Each episode has the keys, `start` (its first run's start), `end` (its last run's end: the last
+    breaching minute, never the gap after it), `breached` (the runs' summed length; the clear gaps
+    between them do not count), `runs`, and every other column gathered over its runs as one list
+    (list columns are concatenated, so evidence columns keep one entry per breaching row).
+    """
+    by = list(keys)
+    gathered = [c for c in runs.columns if c not in {*by, "start", "end", "minutes"}]
+    lists = {c for c in gathered if isinstance(runs.schema[c], pl.List)}
+    episodes: list[dict[str, Any]] = []
+    current: dict[str, Any] | None = None
+    for run in runs.sort(*by, "start").iter_rows(named=True):
+        key = tuple(run[k] for k in by)
+        length: timedelta = run["end"] - run["start"]
+        joins = (
+            current is not None and current["_key"] == key and run["start"] - current["end"] <= resolve_after
+        )
+        if current is not None and joins:
+            current["end"] = max(current["end"], run["end"])
+            current["breached"] += length
+            current["runs"] += 1
+        elif length >= for_:
+            current = {"_key": key, **{k: run[k] for k in by}, "start": run["start"], "end": run["end"],
+                       "breached": length, "runs": 1, **{c: [] for c in gathered}}
+            episodes.append(current)
+        else:
+            # Too short to open an episode, and no open episode to join: it never alerted.
+            continue
+        for c in gathered:
+            if c in lists:
+                current[c].extend(run[c])
+            else:
+                current[c].append(run[c])
+    for ep in episodes:
+        del ep["_key"]
+    return episodes
+
+
 def episode_row(
     line: str, subject: str, start: datetime, end: datetime, *, worst: float, threshold: float,
-    severity: str, fallback: str, evidence: str,
+    severity: str, fallback: str, evidence: str, breached: timedelta | None = None,
 ) -> dict[str, Any]:
+    """One BREACH_EPISODES row; `minutes` counts the breaching time (`breached`, default end - start)."""
+    lasted = end - start if breached is None else breached
     return {
         "line": line, "subject": subject, "start": start, "end": end,
-        "minutes": round((end - start) / timedelta(minutes=1)), "worst_value": worst, "threshold": threshold,
+        "minutes": round(lasted / timedelta(minutes=1)), "worst_value": worst, "threshold": threshold,
         "severity": severity, "fallback": fallback, "evidence": evidence,
     }
 

@@ -12,10 +12,12 @@ preempted or evicted for training.
 
 from __future__ import annotations
 
+from datetime import timedelta
 from typing import Any
 
 import polars as pl
 
+from gpusteward.config.protection import InferencePreemptionLine as InferencePreemptionConfig
 from gpusteward.config.schema import Config
 from gpusteward.domain import Scenario
 from sla.common import base_state, classified_jobs, ended_in, fmt_ratio, window_of
@@ -25,6 +27,7 @@ from sla.protection_common import (
     clock,
     episode_row,
     episodes_frame,
+    join_runs,
     merge_intervals,
     minute_runs,
     peak_window,
@@ -71,9 +74,7 @@ class TrainingPreemptionLine:
                 .filter((pl.col("n") >= line.min_records) & (pl.col("ratio") > pl.col("limit")))
                 .select("ts", "ratio", "limit", "n", "bad")
             )
-            for ep in minute_runs(frame).iter_rows(named=True):
-                if ep["minutes"] * 60 < line.for_.total_seconds():
-                    continue
+            for ep in join_runs(minute_runs(frame), [], for_=line.for_, resolve_after=line.resolve_after):
                 worst = max(ep["ratio"])
                 at = ep["ratio"].index(worst)
                 evidence = (
@@ -83,6 +84,7 @@ class TrainingPreemptionLine:
                 rows.append(episode_row(
                     TRAINING_PREEMPTION, line.cluster, ep["start"], ep["end"], worst=worst,
                     threshold=min(ep["limit"]), severity=line.severity, fallback=line.fallback, evidence=evidence,
+                    breached=ep["breached"],
                 ))
         return episodes_frame(rows)
 
@@ -123,8 +125,15 @@ class InferencePreemptionLine:
             .select("cluster", "start", "end", "ts", "job_id", "_name", "gained_job_id", "gained_team", "gpus")
         )
         rows: list[dict[str, Any]] = []
-        for ep in merge_intervals(intervals, ["cluster"]).iter_rows(named=True):
-            line = lines[ep["cluster"]]
+        for cluster, line in lines.items():
+            runs = merge_intervals(intervals.filter(pl.col("cluster") == cluster), ["cluster"])
+            rows.extend(self._rows(line, join_runs(runs, ["cluster"], for_=timedelta(0),
+                                                   resolve_after=line.resolve_after)))
+        return episodes_frame(rows)
+
+    def _rows(self, line: InferencePreemptionConfig, episodes: list[dict[str, Any]]) -> list[dict[str, Any]]:
+        rows: list[dict[str, Any]] = []
+        for ep in episodes:
             parts = [
                 f"job {j} ({n or 'replica'}, {g} GPUs) preempted at {clock(t)} by training job {w} ({team})"
                 for t, j, n, g, w, team in zip(
@@ -134,6 +143,6 @@ class InferencePreemptionLine:
             ]
             rows.append(episode_row(
                 INFERENCE_PREEMPTION, ep["cluster"], ep["start"], ep["end"], worst=float(len(parts)), threshold=0.0,
-                severity=line.severity, fallback=line.fallback, evidence="; ".join(parts),
+                severity=line.severity, fallback=line.fallback, evidence="; ".join(parts), breached=ep["breached"],
             ))
-        return episodes_frame(rows)
+        return rows

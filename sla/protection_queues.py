@@ -2,11 +2,14 @@
 
 - queue_wait: a job breaches from the moment its wait (from eligible, else submit) crosses the limit
   until it starts (or the end of the window while it still waits). The breaches of one queue
-  ("cluster/partition") that overlap or touch form one episode: the queue was starving throughout.
-  A job that became eligible inside the peak window gets `peak_max_wait` instead.
+  ("cluster/partition") that overlap or touch form one run: the queue was starving throughout. Runs
+  less than the line's `resolve_after` apart join one episode (default a week): a queue that lets
+  its jobs through for a while and starves them again has not recovered. A job that became eligible inside the peak
+  window gets `peak_max_wait` instead.
 - interactive_limits: a session breaches from the end of its idle limit (an idle run longer than
   `idle_limit`) until the run ends, and from `lifecycle_limit` after its start until it ends. The
-  breaches of one team's sessions that overlap or touch form one episode per team.
+  breaches of one team's sessions that overlap or touch form one run per team; runs less than
+  `resolve_after` apart join one episode (default a week: the habit pauses over weekends, not for good).
 """
 
 from __future__ import annotations
@@ -23,7 +26,15 @@ from gpusteward.objectives import interactive_limits
 from sla.common import classified_jobs, human_duration, window_of
 from sla.idle import idle_runs
 from sla.inputs import EvaluationInputs
-from sla.protection_common import clock, episode_row, episodes_frame, merge_intervals, peak_window, threshold_expr
+from sla.protection_common import (
+    clock,
+    episode_row,
+    episodes_frame,
+    join_runs,
+    merge_intervals,
+    peak_window,
+    threshold_expr,
+)
 
 QUEUE_WAIT = "queue_wait"
 INTERACTIVE_LIMITS = "interactive_limits"
@@ -67,9 +78,8 @@ class QueueWaitLine:
                 .with_columns(((pl.col("end") - pl.col("_ready")).dt.total_seconds()).alias("wait_s"))
                 .select("queue", "start", "end", "job_id", "wait_s", "limit_s")
             )
-            for ep in merge_intervals(waited, ["queue"]).iter_rows(named=True):
-                if ep["minutes"] * 60 < line.for_.total_seconds():
-                    continue
+            runs = merge_intervals(waited, ["queue"])
+            for ep in join_runs(runs, ["queue"], for_=line.for_, resolve_after=line.resolve_after):
                 order = sorted(range(len(ep["job_id"])), key=lambda i: (-ep["wait_s"][i], ep["job_id"][i]))
                 named = ", ".join(
                     f"job {ep['job_id'][i]} waited {human_duration(ep['wait_s'][i])}" for i in order[:_MAX_NAMED]
@@ -78,6 +88,7 @@ class QueueWaitLine:
                 rows.append(episode_row(
                     QUEUE_WAIT, ep["queue"], ep["start"], ep["end"], worst=max(ep["wait_s"]),
                     threshold=min(ep["limit_s"]), severity=line.severity, fallback=line.fallback, evidence=evidence,
+                    breached=ep["breached"],
                 ))
         return episodes_frame(rows)
 
@@ -122,9 +133,8 @@ class InteractiveLimitsLine:
             breaches = pl.concat([idle, long]).filter(pl.col("end") > pl.col("start")).with_columns(
                 pl.max_horizontal("start", pl.lit(window.start)).alias("start")
             ).filter(pl.col("end") > pl.col("start"))
-            for ep in merge_intervals(breaches, ["team"]).iter_rows(named=True):
-                if ep["minutes"] * 60 < line.for_.total_seconds():
-                    continue
+            runs = merge_intervals(breaches, ["team"])
+            for ep in join_runs(runs, ["team"], for_=line.for_, resolve_after=line.resolve_after):
                 jobs = sorted(set(ep["_job"]))
                 n_idle = len({j for j, w in zip(ep["_job"], ep["_why"], strict=True) if w == "idle"})
                 evidence = (
@@ -135,6 +145,7 @@ class InteractiveLimitsLine:
                 rows.append(episode_row(
                     INTERACTIVE_LIMITS, ep["team"] or "unattributed", ep["start"], ep["end"], worst=float(len(jobs)),
                     threshold=0.0, severity=line.severity, fallback=line.fallback, evidence=evidence,
+                    breached=ep["breached"],
                 ))
         return episodes_frame(rows)
 

@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any, Literal
 
+from sla.followup import AppliedChange
 from warehouse import control
 from warehouse.sql import run, scalar, transaction
 from warehouse.store import Warehouse
@@ -181,6 +182,49 @@ def plan_state(wh: Warehouse, plan_id: str) -> PlanState:
         return "rolled-back"
     made = decision(wh, plan_id)
     return "proposed" if made is None else made.decision
+
+
+def applied_changes(wh: Warehouse) -> list[AppliedChange]:
+    """Every limit a successful apply wrote, with its plan item's reason and expected effect, and when
+    (if ever) a successful rollback of that plan undid it; oldest first. The review's follow-up reads it."""
+    records = applies(wh)
+    by_plan: dict[str, list[ApplyRecord]] = {}
+    for r in records:
+        by_plan.setdefault(r.plan_id, []).append(r)
+    found: list[AppliedChange] = []
+    for plan_id, history in by_plan.items():
+        items = (plan_body(wh, plan_id) or {}).get("items") or []
+        for n, r in enumerate(history):
+            if r.action != "apply" or r.result != "applied":
+                continue
+            undone = next(
+                (later.finished_at for later in history[n + 1 :] if later.action == "rollback"
+                 and later.result == "rolled-back"),
+                None,
+            )
+            for c in r.changes:
+                if c.outcome != "written":
+                    continue
+                item = _item_of(items, c)
+                found.append(AppliedChange(
+                    plan_id=plan_id, apply_id=r.apply_id, cluster=c.cluster, kind=c.kind, name=c.name,
+                    team=item.get("team"), before=c.before, after=c.after, applied_at=r.finished_at,
+                    applied_by=r.actor, approved_by=r.approved_by, reason=str(item.get("reason") or ""),
+                    expected_effect=str(item.get("expected_effect") or ""), rolled_back_at=undone,
+                ))
+    return sorted(found, key=lambda a: (a.applied_at, a.plan_id, a.cluster or "", a.kind, a.name))
+
+
+def _item_of(items: list[dict[str, Any]], change: ChangeRecord) -> dict[str, Any]:
+    """The plan item a change wrote: the one at its position when it matches, else by cluster, kind and name."""
+    def same(item: dict[str, Any]) -> bool:
+        return (item.get("kind"), item.get("name")) == (change.kind, change.name) and (
+            change.cluster is None or item.get("cluster") == change.cluster
+        )
+
+    if 0 < change.seq <= len(items) and same(items[change.seq - 1]):
+        return items[change.seq - 1]
+    return next((i for i in items if same(i)), {})
 
 
 @dataclass(frozen=True)

@@ -282,20 +282,29 @@ class KueueQuotaWriter:
         return f"kueue {self.api.base_url}" + (" (dryRun=All)" if self.server_dry_run else "")
 
     def _locate(self, target: QuotaTarget) -> tuple[str, str, Any]:
-        if target.kind != "clusterqueue" or not target.flavor:
-            raise PermanentError(f"Kueue GPU limits are on a clusterqueue with a flavor, not {target}")
+        """(object path, JSON pointer of the resource entry, raw nominalQuota). Without a flavor, the
+        ClusterQueue must have exactly one flavor with the resource (as the snapshot's sum then is it)."""
+        if target.kind != "clusterqueue":
+            raise PermanentError(f"Kueue GPU limits are on a clusterqueue (with a flavor), not {target}")
         path = f"/apis/{GROUP}/{self.version}/clusterqueues/{target.name}"
         cq = self.api.get(path)
         resource = target.resource or GPU
+        found: list[tuple[str, str, Any]] = []
         for g, group in enumerate((cq.get("spec") or {}).get("resourceGroups") or []):
             for f, flavor in enumerate(group.get("flavors") or []):
-                if flavor.get("name") != target.flavor:
+                if target.flavor and flavor.get("name") != target.flavor:
                     continue
                 for r, res in enumerate(flavor.get("resources") or []):
                     if res.get("name") == resource:
                         pointer = f"/spec/resourceGroups/{g}/flavors/{f}/resources/{r}"
-                        return path, pointer, res.get("nominalQuota")
-        raise PermanentError(f"{self.transport}: {target}: no {resource} in flavor {target.flavor}")
+                        found.append((str(flavor.get("name")), pointer, res.get("nominalQuota")))
+        if len(found) == 1:
+            return path, found[0][1], found[0][2]
+        if not found:
+            where = f"flavor {target.flavor}" if target.flavor else "any flavor"
+            raise PermanentError(f"{self.transport}: {target}: no {resource} in {where}")
+        flavors = ", ".join(name for name, _, _ in found)
+        raise PermanentError(f"{self.transport}: {target}: {resource} is in several flavors ({flavors}); name one")
 
     def read_gpu_limit(self, target: QuotaTarget) -> int | None:
         return quantity(self._locate(target)[2], source=f"clusterqueue {target.name}")

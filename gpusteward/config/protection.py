@@ -3,6 +3,17 @@
 
 Every line names its `fallback`, the action the alert recommends. Lines that take a `peak` name a
 `[[protection.peak_windows]]` entry; inside that window their `peak_*` threshold applies instead.
+
+Every line has `resolve_after`: a breach that clears and comes back within it stays one episode,
+one alert (the episode ends at its last breaching minute; the clear minutes are not counted).
+The defaults follow what the line's fallback asks for:
+- 0 for the lines whose fallback is an operational action taken now (inference reserve, both
+  preemption lines, burn rate): each incident is its own page.
+- a week (`CHRONIC_RESOLVE_AFTER`) for queue_wait and interactive_limits: their fallback is a policy
+  change (a guaranteed share, an idle reaper), and until it is made the breach comes back with the
+  working week, often after a quiet weekend or a pause of the competing work (the demo month's
+  starving queue was clear for up to 5.6 days between recurrences, the idle notebooks for up to 3.2).
+  The episode stays open until a whole weekly cycle passed without a breach.
 """
 
 from __future__ import annotations
@@ -14,6 +25,14 @@ from typing import Literal
 from gpusteward.config.fields import opt, req
 
 Severity = Literal["critical", "warning", "info"]
+
+CHRONIC_RESOLVE_AFTER = timedelta(days=7)
+"""resolve_after of the lines whose breach is a standing policy problem: a whole weekly cycle clear."""
+
+RESOLVE_AFTER_HELP = (
+    "a breach that clears and comes back within this long stays one episode (one alert); 0s: each recurrence "
+    "is a new one"
+)
 
 
 @dataclass(frozen=True)
@@ -36,6 +55,7 @@ class InferenceReserveLine:
     peak: str | None = opt(None, "peak window in which peak_min_gpus applies")
     peak_min_gpus: int | None = opt(None, "stricter reserve inside the peak window")
     for_: timedelta = opt(timedelta(minutes=10), "a breach must last this long before it alerts (key: for)")
+    resolve_after: timedelta = opt(timedelta(0), RESOLVE_AFTER_HELP)
     severity: Severity = opt("critical", "alert severity")
     fallback: str = opt(
         "Pause or preempt low-priority training in the cluster until inference has its reserve back.",
@@ -53,6 +73,7 @@ class PreemptionRatioLine:
     peak: str | None = opt(None, "peak window in which peak_max_ratio applies")
     peak_max_ratio: float | None = opt(None, "stricter ratio inside the peak window")
     for_: timedelta = opt(timedelta(minutes=10), "a breach must last this long before it alerts (key: for)")
+    resolve_after: timedelta = opt(timedelta(0), RESOLVE_AFTER_HELP)
     severity: Severity = opt("warning", "alert severity")
     fallback: str = opt(
         "Stop high-QOS preemption of training in the cluster; move urgent runs to free capacity.",
@@ -64,6 +85,7 @@ class PreemptionRatioLine:
 @dataclass(frozen=True)
 class InferencePreemptionLine:
     cluster: str = req("cluster whose online inference must never be preempted for training")
+    resolve_after: timedelta = opt(timedelta(0), RESOLVE_AFTER_HELP)
     severity: Severity = opt("critical", "alert severity")
     fallback: str = opt(
         "Remove online inference from the QOS that training may preempt; restore the replicas.",
@@ -79,6 +101,7 @@ class QueueWaitLine:
     peak: str | None = opt(None, "peak window in which peak_max_wait applies")
     peak_max_wait: timedelta | None = opt(None, "stricter limit for jobs that became eligible inside the peak window")
     for_: timedelta = opt(timedelta(minutes=0), "a breach must last this long before it alerts (key: for)")
+    resolve_after: timedelta = opt(CHRONIC_RESOLVE_AFTER, RESOLVE_AFTER_HELP)
     severity: Severity = opt("warning", "alert severity")
     fallback: str = opt(
         "Give the queue a guaranteed share or lower the priority of the work that holds its GPUs.",
@@ -97,6 +120,7 @@ class InteractiveLimitsLine:
         None, "longest a session may hold GPUs; unset: scenarios.interactive"
     )
     for_: timedelta = opt(timedelta(minutes=0), "a breach must last this long before it alerts (key: for)")
+    resolve_after: timedelta = opt(CHRONIC_RESOLVE_AFTER, RESOLVE_AFTER_HELP)
     severity: Severity = opt("warning", "alert severity")
     fallback: str = opt(
         "Reclaim the sessions past their limits and enable the scheduler's idle reaper for the team.",
@@ -128,6 +152,7 @@ class BurnRateLine:
     threshold: timedelta | None = opt(None, "latency indicator: a request slower than this is bad")
     min_requests: int = opt(100, "requests the long window must hold before it can alert (minimum-traffic gate)")
     windows: list[BurnWindow] = opt(list(BURN_RATE_POLICY), "multiwindow pairs; default: 1h/5m at 14.4x, 6h/30m at 6x")
+    resolve_after: timedelta = opt(timedelta(0), RESOLVE_AFTER_HELP)
     fallback: str = opt(
         "Scale the service out or shed batch load from its hosts; pause training that shares them.",
         "recommended action carried by the alert",

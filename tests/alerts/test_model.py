@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import hashlib
-from datetime import datetime
+from datetime import datetime, timedelta
 
 from alerts.model import ZERO_TIME, alerts_from_episodes, fingerprint, rfc3339
 from tests.alerts.helpers import END, START, config, episodes
@@ -25,7 +25,7 @@ def test_resolved_episode_becomes_a_resolved_alert() -> None:
     )
     assert body["annotations"]["fallback"] == "Pause training on east."
     assert body["annotations"]["evidence"] == "training job 20 (nlp, 8 GPUs from 03-04 11:00)"
-    assert "to 2026-03-04T12:30:00Z (90 minutes)" in body["annotations"]["description"]
+    assert "to 2026-03-04T12:30:00Z (90 breaching minutes)" in body["annotations"]["description"]
     assert (body["startsAt"], body["endsAt"]) == ("2026-03-04T11:00:00Z", "2026-03-04T12:30:00Z")
 
 
@@ -34,6 +34,18 @@ def test_episode_running_at_the_end_of_data_is_firing() -> None:
     assert alert.status == "firing"
     assert alert.to_dict()["endsAt"] == ZERO_TIME
     assert "and still is" in alert.annotations["description"]
+
+
+def test_an_episode_clear_for_less_than_resolve_after_stays_firing() -> None:
+    recurring = config(receivers='resolve_after = "2h"')
+    one_hour_later = END + timedelta(hours=1)
+    (alert,) = alerts_from_episodes(episodes({}), recurring, data_end=one_hour_later)
+    assert alert.status == "firing"  # a recurrence within 2h would join the same episode
+    assert "clear since 2026-03-04T12:30:00Z" in alert.annotations["description"]
+    (later,) = alerts_from_episodes(episodes({}), recurring, data_end=END + timedelta(hours=3))
+    assert later.status == "resolved"
+    (plain,) = alerts_from_episodes(episodes({}), config(), data_end=one_hour_later)
+    assert plain.status == "resolved"
 
 
 def test_fingerprint_is_sha256_of_line_subject_start_and_stable() -> None:

@@ -43,13 +43,24 @@ def test_inference_preempted_by_inference_is_not_a_breach() -> None:
 
 
 def test_queue_wait_breaches_from_the_limit_until_start_and_merges_per_queue() -> None:
-    cfg = config('[[protection.queue_wait]]\nqueue = "east/train"\nmax_wait = "1h"')
+    cfg = config('[[protection.queue_wait]]\nqueue = "east/train"\nmax_wait = "1h"\nresolve_after = "0s"')
     jobs = [job(1, submit=0, start=100, end=120), job(2, submit=30, start=130, end=140),
             job(3, submit=0, start=50, end=60), job(4, submit=300, start=400, end=420)]
     out = QueueWaitLine().episodes(inputs(jobs=jobs, data_end=at(600)), cfg)
-    assert out.select("subject", "start", "end", "threshold").rows() == [
-        ("east/train", at(60), at(130), 3600.0), ("east/train", at(360), at(400), 3600.0)]
+    assert out.select("subject", "start", "end", "minutes", "threshold").rows() == [
+        ("east/train", at(60), at(130), 70, 3600.0), ("east/train", at(360), at(400), 40, 3600.0)]
     assert out["worst_value"].to_list() == [6000.0, 6000.0]
+
+
+def test_queue_wait_that_starves_again_within_resolve_after_is_one_episode() -> None:
+    jobs = [job(1, submit=0, start=100, end=120), job(4, submit=300, start=400, end=420)]
+    line = '[[protection.queue_wait]]\nqueue = "east/train"\nmax_wait = "1h"\n'
+    # The default (a week) spans the 230 minutes the queue was clear; the clear minutes are not counted.
+    out = QueueWaitLine().episodes(inputs(jobs=jobs, data_end=at(600)), config(line))
+    assert out.select("start", "end", "minutes", "worst_value").rows() == [(at(60), at(400), 80, 6000.0)]
+    assert out["evidence"][0].startswith("2 jobs waited past 1h")
+    shorter = QueueWaitLine().episodes(inputs(jobs=jobs, data_end=at(600)), config(line + 'resolve_after = "3h"'))
+    assert shorter.select("start", "end", "minutes").rows() == [(at(60), at(100), 40), (at(360), at(400), 40)]
 
 
 def test_training_preemption_ratio_over_a_rolling_window() -> None:

@@ -1,0 +1,78 @@
+"""The `applied` section: whether last month's applied quota changes moved the metric they targeted.
+
+The assessment itself is `sla.followup.assess` (pure); the caller passes the applied changes
+(`warehouse.quota_store.applied_changes`) and the earlier months, whose results are the baselines.
+With no change applied in the month before, the section says nothing was applied.
+"""
+
+from __future__ import annotations
+
+from reports.context import Context
+from reports.evidence import Evidence
+from reports.model import Cell, Column, Message, Moment, Quantity, Row, Section, Table, Term, Text
+from sla.followup import Assessment, assess
+
+
+def _limit(value: int | None) -> Quantity | Term:
+    return Term("common", "unlimited") if value is None else Quantity(value, "gpus")
+
+
+def _outcome(a: Assessment) -> Term:
+    return Term("applied", a.verdict if a.verdict != "no_data" else (a.why or "no_value"))
+
+
+def _row(ctx: Context, a: Assessment) -> Row:
+    c = a.change
+    indicator = a.indicator
+    cells: tuple[Cell, ...] = (
+        Text(c.cluster or "—"),
+        ctx.team(c.team),
+        Text(c.name),
+        _limit(c.before),
+        _limit(c.after),
+        Moment(c.applied_at),
+        ctx.subject(a.subject_kind, a.subject) if a.subject is not None else Term("common", "none"),
+        Term("indicator", indicator) if indicator is not None else Term("common", "none"),
+        ctx.value(indicator, a.before) if indicator is not None else Term("common", "none"),
+        ctx.value(indicator, a.after) if indicator is not None else Term("common", "none"),
+        ctx.objective(indicator, a.objective) if indicator is not None else Term("common", "none"),
+        _outcome(a),
+        Text(c.expected_effect or "—"),
+    )
+    who = f"applied by {c.applied_by}" + (f", approved by {c.approved_by}" if c.approved_by else "")
+    pointer = f"plan={c.plan_id} apply={c.apply_id} {c.kind} {c.name}: {who}; baseline {a.baseline}"
+    return Row(cells, ctx.notes.ref(Evidence("quota_applies", 1, None, None, pointer)))
+
+
+def build_applied(ctx: Context) -> Section:
+    """One row per target metric of each change applied in the month before the review month."""
+    assessed = assess(ctx.month, ctx.frame("results"), ctx.applied, ctx.history)
+    if not assessed:
+        return Section("applied", unavailable=Message("reason.nothing_applied"))
+    changes = {(a.change.apply_id, a.change.cluster, a.change.kind, a.change.name) for a in assessed}
+    counts = {v: sum(1 for a in assessed if a.verdict == v) for v in ("moved", "not_moved", "no_data")}
+    intro = Message(
+        "applied.intro",
+        (
+            ("count", Quantity(len(changes), "count")),
+            ("moved", Quantity(counts["moved"], "count")),
+            ("not_moved", Quantity(counts["not_moved"], "count")),
+            ("no_data", Quantity(counts["no_data"], "count")),
+        ),
+    )
+    columns = (
+        Column("col.cluster"),
+        Column("col.team"),
+        Column("col.name"),
+        Column("col.limit_before", numeric=True),
+        Column("col.limit_after", numeric=True),
+        Column("col.applied_at"),
+        Column("col.subject"),
+        Column("col.indicator"),
+        Column("col.before_change", numeric=True),
+        Column("col.this_month", numeric=True),
+        Column("col.objective", numeric=True),
+        Column("col.outcome"),
+        Column("col.expected_effect"),
+    )
+    return Section("applied", (intro, Table(columns, tuple(_row(ctx, a) for a in assessed))))
