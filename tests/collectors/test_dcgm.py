@@ -21,8 +21,10 @@ T0 = 1_793_491_200  # 2026-11-01T00:00:00Z
 MINUTE0 = datetime(2026, 11, 1)
 
 
-def _minutes(text: str, *, openmetrics: bool = True, **kw: int) -> pl.DataFrame:
-    frame, problems = gpu_minutes(parse_text(text, openmetrics=openmetrics), default_cluster="dflt", source="t", **kw)
+def _minutes(text: str, *, openmetrics: bool = True, scrape_ts_ms: int | None = None) -> pl.DataFrame:
+    frame, problems = gpu_minutes(
+        parse_text(text, openmetrics=openmetrics), default_cluster="dflt", source="t", scrape_ts_ms=scrape_ts_ms
+    )
     assert problems == []
     assert frame.schema == tables.GPU_MINUTES
     return frame
