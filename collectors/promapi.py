@@ -24,7 +24,8 @@ MAX_POINTS = 11_000  # Prometheus rejects a range query with more points per ser
 
 
 class PromApiError(Exception):
-    """The server refused the query (4xx or an error status); retrying will not help."""
+    """The server refused the query (4xx or an error status) or answered something that is not a
+    range-query result; retrying will not help."""
 
 
 class PromUnavailableError(Exception):
@@ -90,6 +91,9 @@ class PromClient:
             except httpx.TransportError as exc:
                 last = f"connection failed: {exc!r}"
                 continue
+            except httpx.RequestError as exc:  # a body that cannot be decoded (a proxy cut it short)
+                last = f"unreadable answer: {exc!r}"
+                continue
             if response.status_code >= 500:
                 last = f"HTTP {response.status_code}: {response.text[:200]}"
                 continue
@@ -110,13 +114,16 @@ class PromClient:
                 f"{self.url}: {query!r}: HTTP {response.status_code} {body.get('errorType', '')}: "
                 f"{body.get('error', response.text[:200])}"
             )
-        out = []
-        for item in body["data"]["result"]:
-            labels = tuple(sorted((k, v) for k, v in item["metric"].items() if k != "__name__"))
-            times = [round(float(t) * 1000) for t, _ in item.get("values", [])]
-            values = [_float(v) for _, v in item.get("values", [])]
-            out.append(RangeSeries(labels, times, values))
-        return out
+        try:
+            result = body["data"]["result"]
+            if not isinstance(result, list):
+                raise TypeError(f"'data.result' is a {type(result).__name__}, expected a list")
+            return [_series(item) for item in result]
+        except (KeyError, TypeError, ValueError, OverflowError) as exc:
+            raise PromApiError(
+                f"{self.url}: {query!r}: HTTP {response.status_code}: not a range-query answer "
+                f"({type(exc).__name__}: {exc})"[:400]
+            ) from None
 
     def flavor(self) -> str:
         """CLOSED for Prometheus 2.x, LEFT_OPEN for Prometheus 3.x and VictoriaMetrics."""
@@ -137,6 +144,22 @@ def _json(response: httpx.Response) -> dict[str, Any]:
     except ValueError:
         return {}
     return body if isinstance(body, dict) else {}
+
+
+def _series(item: Any) -> RangeSeries:
+    """One `matrix` result; a malformed one raises KeyError, TypeError or ValueError."""
+    metric = item["metric"]
+    if not isinstance(metric, dict) or not all(isinstance(v, str) for v in metric.values()):
+        raise TypeError(f"'metric' is not an object of strings: {metric!r}"[:120])
+    labels = tuple(sorted((k, v) for k, v in metric.items() if k != "__name__"))
+    points = item.get("values", [])
+    if not isinstance(points, list):
+        raise TypeError(f"'values' is a {type(points).__name__}, expected a list")
+    times, values = [], []
+    for t, v in points:
+        times.append(round(float(t) * 1000))
+        values.append(_float(v))
+    return RangeSeries(labels, times, values)
 
 
 def _float(text: str) -> float:

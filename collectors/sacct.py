@@ -93,6 +93,8 @@ def _job(job: Mapping[str, Any], misreports_exit: bool) -> dict[str, Any]:
     if gpu_type is None:
         gpu_type = _gpus(tres.get("requested") or [])[1]
     exit_code = None if misreports_exit else _number((job.get("exit_code") or {}).get("return_code"))
+    if exit_code is not None and not -(2**31) <= exit_code < 2**31:
+        raise ValueError(f"exit code {exit_code} out of range")
     nodes = _text(job, "nodes")
     return {
         "cluster": _text(job, "cluster") or _text(_table(job, "association"), "cluster"),

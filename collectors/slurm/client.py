@@ -14,14 +14,22 @@ from typing import Any
 import polars as pl
 
 from collectors.batch import CollectedBatch, Problem
-from collectors.sacct import _events, read_sacct
+from collectors.sacct import _events, _job_id, read_sacct
 from collectors.sacctmgr import read_assoc
 from collectors.slurm import shapes
 from collectors.slurm.transport import SlurmCli, SlurmRest
-from gpusteward.errors import StewardError
+from gpusteward.errors import InputError, StewardError
 
 # Records whose job may have earlier records outside the window (their history is fetched by id).
 _REQUEUE_STATES = frozenset({"PREEMPTED", "REQUEUED", "REQUEUE_HOLD", "REQUEUE_FED", "NODE_FAIL"})
+
+
+def _id_of(record: Any) -> int | None:
+    """The job id of a window record, None for one read_sacct skipped as unreadable."""
+    try:
+        return _job_id(record.get("job_id")) if isinstance(record, dict) else None
+    except (TypeError, ValueError):
+        return None
 
 
 def _iso(moment: datetime) -> str:
@@ -90,9 +98,14 @@ class SlurmClient:
         requeued = set(jobs.filter(pl.col("state").is_in(list(_REQUEUE_STATES)))["job_id"].to_list())
         if not requeued:
             return None
-        records = [j for j in window.get("jobs") or [] if int(j.get("job_id", -1)) not in requeued]
+        # Records read_sacct could not read were reported once already: leave them out here.
+        records = [j for j in window["jobs"] if (i := _id_of(j)) is not None and i not in requeued]
         for job_id in sorted(requeued):
-            records.extend(self.rest.get(f"/slurmdb/{self.api}/job/{job_id}").get("jobs") or [])
+            path = f"/slurmdb/{self.api}/job/{job_id}"
+            history = self.rest.get(path).get("jobs")
+            if not isinstance(history, list):
+                raise InputError(f"{self.rest.where} GET {path}", "no 'jobs' list in the answer")
+            records.extend(history)
         return {**window, "jobs": records}
 
     def _fill_exit_codes(self, jobs: pl.DataFrame, problems: list[Problem]) -> pl.DataFrame:

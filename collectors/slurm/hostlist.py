@@ -50,6 +50,9 @@ def _expand_one(part: str, source: str) -> list[str]:
     return out
 
 
+MAX_RANGE = 100_000  # a wider range is a typo or an attack, and would exhaust memory
+
+
 def _ranges(body: str, part: str, source: str) -> list[str]:
     values: list[str] = []
     for item in body.split(","):
@@ -63,6 +66,8 @@ def _ranges(body: str, part: str, source: str) -> list[str]:
         start, stop = int(lo), int(hi)
         if stop < start:
             raise InputError(source, f"descending range {item!r} in hostlist {part!r}")
+        if stop - start >= MAX_RANGE:
+            raise InputError(source, f"range {item!r} in hostlist {part!r} names over {MAX_RANGE:,} hosts")
         values.extend(str(n).zfill(width) for n in range(start, stop + 1))
     return values
 

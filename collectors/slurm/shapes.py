@@ -2,12 +2,17 @@
 
 Both families are read: v0.0.38 (Slurm 22.05, flat ints, QOS under the key `QOS`) and the
 data_parser v0.0.39+ shapes (ints as `{set, infinite, number}`, QOS under `qos`).
+
+Every reader takes untrusted input: an answer it cannot read raises `InputError` naming the source,
+the record (or line) and the field. A quota snapshot is all or nothing: a record that cannot be read
+fails the whole answer rather than leaving that quota out (a missing limit would read as none).
 """
 
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from datetime import UTC, datetime
 from typing import Any
 
@@ -23,8 +28,13 @@ QUOTA_USAGE = tables.QUOTA_USAGE
 # Which GPU (host, index) a running job holds, from slurmctld's gres_detail; joins DCGM's (host, gpu).
 JOB_GPUS = tables.schema({"cluster": pl.Utf8, "job_id": pl.Int64, "host": pl.Utf8, "gpu": pl.Int16})
 
-_GPU_IN_TRES = re.compile(r"(?:^|,)gres/gpu=(\d+)(?:,|$)")
-_GRES_IDX = re.compile(r"gpu(?::[^:(]+)?:\d+\(IDX:([^)]*)\)")
+_GPU_IN_TRES = re.compile(r"(?:^|,)gres/gpu=(\d+)(?:,|$)", re.ASCII)
+_GRES_IDX = re.compile(r"gpu(?::[^:(]+)?:\d+\(IDX:([^)]*)\)", re.ASCII)
+_IDX = re.compile(r"\d{1,5}(?:-\d{1,5})?(?:,\d{1,5}(?:-\d{1,5})?)*", re.ASCII)
+_DIGITS = re.compile(r"\d{1,19}", re.ASCII)
+_INT32_MAX = 2**31 - 1
+_INT64_MAX = 2**63 - 1
+_GPU_INDEX_MAX = 2**15 - 1  # JOB_GPUS.gpu is an Int16
 
 
 def gpu_in_tres(text: str | None) -> int | None:
@@ -34,83 +44,170 @@ def gpu_in_tres(text: str | None) -> int | None:
 
 
 def gpu_in_tres_list(items: Any) -> int | None:
-    """The `gres/gpu` count in a TRES list `[{"type": "gres", "name": "gpu", "count": N}]`; none: null."""
-    for item in items or []:
+    """The `gres/gpu` count in a TRES list `[{"type": "gres", "name": "gpu", "count": N}]`; none: null.
+
+    Raises TypeError or ValueError when `items` is not such a list or the count is not a number.
+    """
+    if items is None:
+        return None
+    if not isinstance(items, list):
+        raise TypeError(f"a TRES list is a {type(items).__name__}, expected a list")
+    for item in items:
         if isinstance(item, Mapping) and item.get("type") == "gres" and item.get("name") == "gpu":
             count = _number(item.get("count"))
             return None if count is None or count < 0 else count
     return None
 
 
+# -- typed access to untrusted records: TypeError or ValueError, turned into InputError per record ---
+
+
+@contextmanager
+def _record(source: str, what: str, index: int) -> Iterator[None]:
+    try:
+        yield
+    except (TypeError, ValueError) as exc:
+        raise InputError(source, f"{what} record {index}: {exc}"[:300]) from None
+
+
+def _at(record: Mapping[str, Any], *path: str) -> Any:
+    """`record[path[0]][path[1]]...`, None where a key is absent or null; a non-object on the way is a TypeError."""
+    value: Any = record
+    for depth, key in enumerate(path):
+        if value is None:
+            return None
+        if not isinstance(value, Mapping):
+            where = ".".join(path[:depth])
+            raise TypeError(f"{where!r} is a {type(value).__name__}, expected an object")
+        value = value.get(key)
+    return value
+
+
+def _name(record: Mapping[str, Any], key: str) -> str:
+    value = record.get(key)
+    if not isinstance(value, str) or not value:
+        shown = "missing" if value is None else f"{value!r}"[:60]
+        raise ValueError(f"{key!r} is {shown}, expected a non-empty string")
+    return value
+
+
+def _text(value: Any, what: str) -> str | None:
+    if value is None or isinstance(value, str):
+        return value
+    raise TypeError(f"{what!r} is a {type(value).__name__}, expected a string")
+
+
+def _bounded(value: int | None, what: str, high: int = _INT32_MAX) -> int | None:
+    if value is not None and not -high - 1 <= value <= high:
+        raise ValueError(f"{what} {value} is out of range")
+    return value
+
+
+def _digits(text: str) -> int | None:
+    """A non-negative decimal in ASCII digits that fits an Int64, else None."""
+    if not _DIGITS.fullmatch(text):
+        return None
+    value = int(text)
+    return value if value <= _INT64_MAX else None
+
+
 def _records(data: Any, keys: Sequence[str], source: str) -> list[Mapping[str, Any]]:
     if isinstance(data, Mapping):
         for key in keys:
-            if isinstance(data.get(key), list):
-                return [r for r in data[key] if isinstance(r, Mapping)]
+            records = data.get(key)
+            if isinstance(records, list):
+                for i, record in enumerate(records):
+                    if not isinstance(record, Mapping):
+                        raise InputError(source, f"{key} record {i} is a {type(record).__name__}, expected an object")
+                return records
     raise InputError(source, f"no {' or '.join(repr(k) for k in keys)} list in the answer")
 
 
 def cluster_of(data: Any, default: str) -> str:
     meta = data.get("meta") if isinstance(data, Mapping) else None
-    slurm = (meta or {}).get("slurm") or (meta or {}).get("Slurm") or {}
-    return str(slurm.get("cluster") or default)
+    if not isinstance(meta, Mapping):
+        return default
+    slurm = meta.get("slurm") or meta.get("Slurm")
+    cluster = slurm.get("cluster") if isinstance(slurm, Mapping) else None
+    return cluster if isinstance(cluster, str) and cluster else default
+
+
+# -- quota snapshots -------------------------------------------------------------------------------
 
 
 def qos_snapshots(data: Any, *, cluster: str, ts: datetime, source: str) -> pl.DataFrame:
     """QUOTA_SNAPSHOTS (kind qos) from `GET /slurmdb/vX/qos`: GrpTRES gres/gpu is `limits.max.tres.total`."""
     rows = []
-    for qos in _records(data, ("QOS", "qos"), source):
-        limit = gpu_in_tres_list(((qos.get("limits") or {}).get("max") or {}).get("tres", {}).get("total"))
-        rows.append((cluster, ts, "qos", str(qos["name"]), limit, _number(qos.get("priority"))))
+    for i, qos in enumerate(_records(data, ("QOS", "qos"), source)):
+        with _record(source, "qos", i):
+            limit = _bounded(gpu_in_tres_list(_at(qos, "limits", "max", "tres", "total")), "gres/gpu limit")
+            rows.append((cluster, ts, "qos", _name(qos, "name"), limit, _number(qos.get("priority"))))
     return _frame(rows)
 
 
 def association_snapshots(data: Any, *, cluster: str | None, ts: datetime, source: str) -> pl.DataFrame:
     """QUOTA_SNAPSHOTS (kind account) from `GET /slurmdb/vX/associations`: account rows (no user), `max.tres.total`."""
     rows = []
-    for assoc in _records(data, ("associations",), source):
-        if assoc.get("user") or assoc.get("partition"):
-            continue
-        if cluster is not None and assoc.get("cluster") not in (None, "", cluster):
-            continue
-        limit = gpu_in_tres_list(((assoc.get("max") or {}).get("tres") or {}).get("total"))
-        rows.append(
-            (
-                assoc.get("cluster") or cluster,
-                ts,
-                "account",
-                str(assoc["account"]),
-                limit,
-                _number(assoc.get("priority")),
-            )
-        )
+    for i, assoc in enumerate(_records(data, ("associations",), source)):
+        with _record(source, "association", i):
+            if assoc.get("user") or assoc.get("partition"):
+                continue
+            own = _text(assoc.get("cluster"), "cluster")
+            if cluster is not None and own not in (None, "", cluster):
+                continue
+            limit = _bounded(gpu_in_tres_list(_at(assoc, "max", "tres", "total")), "gres/gpu limit")
+            priority = _number(assoc.get("priority"))
+            rows.append((own or cluster, ts, "account", _name(assoc, "account"), limit, priority))
     return _frame(rows)
 
 
 def partition_snapshots(data: Any, *, cluster: str, ts: datetime, source: str) -> pl.DataFrame:
     """QUOTA_SNAPSHOTS (kind partition) from `GET /slurm/vX/partitions`: the GPUs its nodes hold (TRES)."""
     rows = []
-    for part in _records(data, ("partitions",), source):
-        tres = part.get("tres")
-        text = tres.get("configured") if isinstance(tres, Mapping) else tres
-        priority = part.get("priority")
-        tier = priority.get("tier") if isinstance(priority, Mapping) else part.get("priority_tier", priority)
-        rows.append((cluster, ts, "partition", str(part["name"]), gpu_in_tres(text), _number(tier)))
+    for i, part in enumerate(_records(data, ("partitions",), source)):
+        with _record(source, "partition", i):
+            tres = part.get("tres")
+            text = _text(tres.get("configured") if isinstance(tres, Mapping) else tres, "tres")
+            priority = part.get("priority")
+            tier = priority.get("tier") if isinstance(priority, Mapping) else part.get("priority_tier", priority)
+            limit = _bounded(gpu_in_tres(text), "gres/gpu count")
+            rows.append((cluster, ts, "partition", _name(part, "name"), limit, _number(tier)))
     return _frame(rows)
 
 
 def sacctmgr_qos_snapshots(text: str, *, cluster: str, ts: datetime, source: str) -> pl.DataFrame:
     """QUOTA_SNAPSHOTS (kind qos) from `sacctmgr -P show qos format=Name,GrpTRES,Priority`."""
-    lines = [line for line in text.splitlines() if line.strip()]
-    if not lines or not lines[0].startswith("Name|"):
-        raise InputError(source, "expected a 'Name|GrpTRES|Priority' header", line=1)
+    lines = [(n, line) for n, line in enumerate(text.splitlines(), start=1) if line.strip()]
+    if not lines or not lines[0][1].startswith("Name|"):
+        raise InputError(source, "expected a 'Name|GrpTRES|Priority' header", line=lines[0][0] if lines else 1)
     rows = []
-    for lineno, line in enumerate(lines[1:], start=2):
+    for lineno, line in lines[1:]:
         fields = line.rstrip("|").split("|")
         if len(fields) < 3:
             raise InputError(source, f"expected 3 fields, found {len(fields)}", line=lineno)
-        priority = int(fields[2]) if fields[2].strip() else None
-        rows.append((cluster, ts, "qos", fields[0], gpu_in_tres(fields[1]), priority))
+        priority = _digits(fields[2].strip()) if fields[2].strip() else None
+        if fields[2].strip() and priority is None:
+            raise InputError(source, f"priority {fields[2][:40]!r} is not a whole number", line=lineno)
+        limit = gpu_in_tres(fields[1])
+        if limit is not None and limit > _INT32_MAX:
+            raise InputError(source, f"gres/gpu limit {limit} is out of range", line=lineno)
+        rows.append((cluster, ts, "qos", fields[0], limit, priority))
+    return _frame(rows)
+
+
+def scontrol_partition_snapshots(text: str, *, cluster: str, ts: datetime, source: str) -> pl.DataFrame:
+    """QUOTA_SNAPSHOTS (kind partition) from `scontrol -o show partition`: `TRES=...gres/gpu=N`, `PriorityTier`."""
+    rows = []
+    for lineno, line in enumerate(text.splitlines(), start=1):
+        if not line.strip():
+            continue
+        fields = dict(token.partition("=")[::2] for token in line.split())
+        if "PartitionName" not in fields:
+            raise InputError(source, f"no PartitionName in {line[:80]!r}", line=lineno)
+        limit = gpu_in_tres(fields.get("TRES"))
+        if limit is not None and limit > _INT32_MAX:
+            raise InputError(source, f"gres/gpu count {limit} is out of range", line=lineno)
+        rows.append((cluster, ts, "partition", fields["PartitionName"], limit, _digits(fields.get("PriorityTier", ""))))
     return _frame(rows)
 
 
@@ -120,6 +217,9 @@ def _frame(rows: list[tuple[Any, ...]]) -> pl.DataFrame:
     return pl.DataFrame(rows, schema=tables.QUOTA_SNAPSHOTS, orient="row")
 
 
+# -- live jobs -------------------------------------------------------------------------------------
+
+
 def _live_state(job: Mapping[str, Any]) -> str:
     state = job.get("job_state")
     if isinstance(state, list):
@@ -127,43 +227,76 @@ def _live_state(job: Mapping[str, Any]) -> str:
     return str(state or "")
 
 
+def _job_id(job: Mapping[str, Any]) -> int:
+    value = job.get("job_id")
+    number = _digits(value) if isinstance(value, str) else _number(value)
+    if number is None or number < 0:
+        raise ValueError(f"'job_id' is {value!r}"[:80] + ", expected a job number")
+    return number
+
+
 def quota_usage(data: Any, *, cluster: str, ts: datetime, source: str) -> pl.DataFrame:
     """QUOTA_USAGE from live jobs (`GET /slurm/vX/jobs` or `squeue --json`): GPUs of RUNNING jobs."""
     totals: dict[tuple[str, str], list[int]] = {}
-    for job in _records(data, ("jobs",), source):
-        state = _live_state(job)
-        if state not in ("RUNNING", "PENDING"):
-            continue
-        gpus = gpu_in_tres(job.get("tres_alloc_str")) or 0
-        for kind, key in (("qos", "qos"), ("account", "account"), ("partition", "partition")):
-            name = job.get(key)
-            if not name:
+    for i, job in enumerate(_records(data, ("jobs",), source)):
+        with _record(source, "job", i):
+            state = _live_state(job)
+            if state not in ("RUNNING", "PENDING"):
                 continue
-            entry = totals.setdefault((kind, str(name)), [0, 0, 0])
-            if state == "RUNNING":
-                entry[0] += gpus
-                entry[1] += 1
-            else:
-                entry[2] += 1
+            gpus = gpu_in_tres(_text(job.get("tres_alloc_str"), "tres_alloc_str")) or 0
+            for kind, key in (("qos", "qos"), ("account", "account"), ("partition", "partition")):
+                name = _text(job.get(key), key)
+                if not name:
+                    continue
+                entry = totals.setdefault((kind, name), [0, 0, 0])
+                if state == "RUNNING":
+                    entry[0] += gpus
+                    entry[1] += 1
+                else:
+                    entry[2] += 1
+    for (kind, name), counts in totals.items():
+        if counts[0] > _INT32_MAX:
+            raise InputError(source, f"{kind} {name!r}: {counts[0]} GPUs in use is out of range")
     rows = [(cluster, ts, kind, name, *counts) for (kind, name), counts in sorted(totals.items())]
     if not rows:
         return tables.empty(QUOTA_USAGE)
     return pl.DataFrame(rows, schema=QUOTA_USAGE, orient="row")
 
 
+def _gpu_indices(detail: Any) -> list[int]:
+    """GPU indices in one `gres_detail` entry (`gpu:h100:2(IDX:0-1)`); none when it names no GPU."""
+    text = _text(detail, "gres_detail") or ""
+    m = _GRES_IDX.search(text)
+    if m is None:
+        return []
+    if not _IDX.fullmatch(m.group(1)):
+        raise ValueError(f"cannot read the GPU indices in {text[:80]!r}")
+    indices = index_ranges(m.group(1))
+    if any(i > _GPU_INDEX_MAX for i in indices):
+        raise ValueError(f"a GPU index in {text[:80]!r} is out of range")
+    return indices
+
+
 def job_gpus(data: Any, *, cluster: str, source: str) -> pl.DataFrame:
     """JOB_GPUS from live jobs: `nodes` expanded, `gres_detail[i]` (`gpu:h100:2(IDX:0-1)`) per node."""
-    rows = []
-    for job in _records(data, ("jobs",), source):
-        details = job.get("gres_detail") or []
-        hosts = expand(str(job.get("nodes") or ""), source=source)
-        for host, detail in zip(hosts, details, strict=False):
-            m = _GRES_IDX.search(str(detail))
-            for index in index_ranges(m.group(1)) if m else []:
-                rows.append((cluster, int(job["job_id"]), host, index))
+    rows: list[tuple[str, int, str, int]] = []
+    for i, job in enumerate(_records(data, ("jobs",), source)):
+        with _record(source, "job", i):
+            details = job.get("gres_detail") or []
+            if not isinstance(details, list):
+                raise TypeError(f"'gres_detail' is a {type(details).__name__}, expected a list")
+            if not details:
+                continue
+            job_id = _job_id(job)
+            hosts = expand(_text(job.get("nodes"), "nodes") or "", source=source)
+            for host, detail in zip(hosts, details, strict=False):
+                rows.extend((cluster, job_id, host, index) for index in _gpu_indices(detail))
     if not rows:
         return tables.empty(JOB_GPUS)
     return pl.DataFrame(rows, schema=JOB_GPUS, orient="row")
+
+
+# -- sacct text ------------------------------------------------------------------------------------
 
 
 def exit_codes(lines: Iterable[str], *, source: str) -> dict[tuple[int, datetime], int]:
@@ -177,43 +310,22 @@ def exit_codes(lines: Iterable[str], *, source: str) -> dict[tuple[int, datetime
         if not line:
             continue
         fields = line.rstrip("|").split("|")
-        if len(fields) != 3 or not fields[0].isdigit():
+        job_id = _digits(fields[0]) if len(fields) == 3 else None
+        if job_id is None:
             if len(fields) == 3 and "." in fields[0]:
                 continue  # a step line (12.batch); jobs only
-            raise InputError(source, f"expected 'JobIDRaw|Submit|ExitCode', got {line!r}", line=lineno)
+            raise InputError(source, f"expected 'JobIDRaw|Submit|ExitCode', got {line[:120]!r}", line=lineno)
         code, _, signal = fields[2].partition(":")
+        value, sig = _digits(code), _digits(signal or "0")
         try:
             submit = datetime.fromisoformat(fields[1]).replace(tzinfo=None)
-            value = int(code)
-            sig = int(signal or 0)
         except ValueError:
-            raise InputError(source, f"cannot read {line!r}", line=lineno) from None
-        codes[(int(fields[0]), submit)] = 128 + sig if value == 0 and sig else value
+            submit = None
+        if submit is None or value is None or sig is None or value > 255 or sig > 127:
+            raise InputError(source, f"cannot read {line[:120]!r}", line=lineno)
+        codes[(job_id, submit)] = 128 + sig if value == 0 and sig else value
     return codes
 
 
 def now_utc() -> datetime:
     return datetime.now(UTC).replace(tzinfo=None, microsecond=0)
-
-
-def scontrol_partition_snapshots(text: str, *, cluster: str, ts: datetime, source: str) -> pl.DataFrame:
-    """QUOTA_SNAPSHOTS (kind partition) from `scontrol -o show partition`: `TRES=...gres/gpu=N`, `PriorityTier`."""
-    rows = []
-    for lineno, line in enumerate(text.splitlines(), start=1):
-        if not line.strip():
-            continue
-        fields = dict(token.partition("=")[::2] for token in line.split())
-        if "PartitionName" not in fields:
-            raise InputError(source, f"no PartitionName in {line[:80]!r}", line=lineno)
-        tier = fields.get("PriorityTier", "")
-        rows.append(
-            (
-                cluster,
-                ts,
-                "partition",
-                fields["PartitionName"],
-                gpu_in_tres(fields.get("TRES")),
-                int(tier) if tier.isdigit() else None,
-            )
-        )
-    return _frame(rows)

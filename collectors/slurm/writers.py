@@ -123,7 +123,10 @@ class RestQuotaWriter:
         return total
 
     def read_gpu_limit(self, target: QuotaTarget) -> int | None:
-        return gpu_in_tres_list(self._total(self._record(target), target.kind))
+        try:
+            return gpu_in_tres_list(self._total(self._record(target), target.kind))
+        except (TypeError, ValueError) as exc:
+            raise InputError("slurmrestd", f"{target}: GPU limit not readable: {exc}") from exc
 
     def set_gpu_limit(self, target: QuotaTarget, *, expected: int | None, new: int | None) -> QuotaChange:
         if target.kind == "account" and self.api == "v0.0.38":

@@ -13,26 +13,22 @@ import subprocess
 import sys
 import time
 from collections.abc import Iterator
-from datetime import date
 from pathlib import Path
 
 import duckdb
 import pytest
 
 from service.importer import import_files
-from simulator import simulate
+from tests.faults.counting import counts, small_fleet
 from warehouse import ingest as ingest_module
 from warehouse import open_warehouse
-from warehouse.store import INGEST_TABLES
 
 IMPORT = "from service.cli import main; main()"
 
 
 @pytest.fixture(scope="module")
 def fleet(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    out = tmp_path_factory.mktemp("fleet")
-    simulate(out, date(2026, 10, 1), 3, 11, nodes=4)
-    return out
+    return small_fleet(tmp_path_factory.mktemp("fleet"))
 
 
 @pytest.fixture(scope="module")
@@ -41,14 +37,6 @@ def clean_counts(fleet: Path, tmp_path_factory: pytest.TempPathFactory) -> dict[
     with open_warehouse(db) as wh:
         import_files(wh, [fleet])
     return counts(db)
-
-
-def counts(db: Path) -> dict[str, int]:
-    with open_warehouse(db, read_only=True) as wh:
-        out = {t: wh.count(t) for t in INGEST_TABLES}
-        distinct = wh.query("SELECT count(*) AS n FROM (SELECT DISTINCT gpu_key, ts FROM gpu_minutes)")["n"][0]
-    assert distinct == out["gpu_minutes"], "a GPU-minute was stored twice"
-    return out
 
 
 def _import(db: Path, fleet: Path, *, quiet: bool = False) -> subprocess.Popen[bytes]:
