@@ -1,15 +1,22 @@
 """The service scraping the live simulator (`serve-fleet`) for simulated hours, from its config alone.
 
 Both run on one fake clock: the fleet prints what dcgm-exporter would print at the clock's minute,
-and the service's scrape source stamps each scrape with the same clock. The warehouse must hold
-exactly the minutes the fleet served, with the fleet's values, and /metrics must show the source.
+and the service's scrape source stamps each scrape with the same clock; the fleet's Slurm and
+inference files arrive in the import folder as the clock passes them. The warehouse must hold
+exactly the minutes the fleet served, with the fleet's values; /metrics must show the source; the
+planted inference-reserve breach must reach the webhook within two evaluation intervals of its data.
 """
 
 from __future__ import annotations
 
+import dataclasses
+import json
+import shutil
 import threading
 import urllib.request
-from datetime import UTC, datetime, timedelta
+from collections.abc import Iterator
+from dataclasses import dataclass
+from datetime import UTC, date, datetime, timedelta
 from pathlib import Path
 
 import polars as pl
@@ -20,69 +27,102 @@ from collectors.exposition import parse_text
 from gpusteward.clock import FakeClock
 from gpusteward.config import example_config_path, load_config
 from service.serve import Service, settings_from_config
+from simulator import simulate
 from simulator.serve import LiveFleet, serve
+from tests.alerts.server import Recorder, recording_server
+from tests.service.serve_helpers import Feeder
 from warehouse import open_warehouse
 
-START = datetime(2026, 10, 2, 8, 0, tzinfo=UTC)
+START = datetime(2026, 10, 2, 8, 0, tzinfo=UTC)  # the planted reserve breach starts at 09:00
 HOURS = 2
-NODES = 4
+NODES = 8
+EVALUATE_EVERY = timedelta(minutes=15)
+
+
+@dataclass
+class LiveRun:
+    root: Path
+    fleet: LiveFleet
+    metrics: str
+    webhook: Recorder
+    first_alert_at: datetime | None  # service clock when the webhook had the reserve breach's alert
 
 
 @pytest.fixture(scope="module")
-def live_run(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, LiveFleet, str]:
+def live_run(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LiveRun]:
+    """The simulated fleet of `gpusteward simulate --nodes 8 --seed 7` served live for two hours of
+    2026-10-02 around its planted reserve breach; its Slurm and inference files arrive through the
+    import folder as the clock passes."""
     root = tmp_path_factory.mktemp("live")
+    staging = tmp_path_factory.mktemp("sim")
+    simulate(staging, date(2026, 10, 1), 2, 7, nodes=NODES)
+    shutil.rmtree(staging / "dcgm")  # GPU telemetry comes live from the fleet instead
     clock = FakeClock(START)
-    fleet = LiveFleet(NODES, seed=3, start=START.date(), days=1, clock=lambda: clock.now().timestamp())
+    fleet = LiveFleet(NODES, seed=7, start=date(2026, 10, 1), days=2, clock=lambda: clock.now().timestamp())
     server = serve(fleet, 0)
     threading.Thread(target=server.serve_forever, daemon=True).start()
     (root / "targets.json").write_text(fleet.targets(server.server_address[1]), encoding="utf-8")
+    incoming = root / "incoming"
+    incoming.mkdir()
+    feeder = Feeder(staging, incoming)
     config_text = Path(example_config_path()).read_text(encoding="utf-8")
-    (root / "gpusteward.toml").write_text(
-        config_text
-        + """
+    with recording_server() as webhook:
+        (root / "gpusteward.toml").write_text(
+            config_text
+            + f"""
+[[alerts.receivers]]
+name = "platform-hook"
+kind = "webhook"
+url = "{webhook.url}"
+
 [service]
 listen = "127.0.0.1:0"
-evaluate_interval = "6h"
-alerts_interval = "6h"
+import_dirs = ["incoming"]
+import_interval = "5m"
+evaluate_interval = "{EVALUATE_EVERY.total_seconds():.0f}s"
+alerts_interval = "5m"
 
 [[service.scrape]]
 name = "fleet"
 file_sd = "targets.json"
-interval = "30s"
+interval = "60s"
 timeout = "5s"
 """,
-        encoding="utf-8",
-    )
-    config = load_config(root / "gpusteward.toml")
-    settings = settings_from_config(config)
-    end = START + timedelta(hours=HOURS)
-    done = threading.Event()
-    holder: dict[str, Service] = {}
+            encoding="utf-8",
+        )
+        config = load_config(root / "gpusteward.toml")
+        settings = dataclasses.replace(settings_from_config(config), settle=timedelta(0))
+        end = START + timedelta(hours=HOURS)
+        done = threading.Event()
+        holder: dict[str, Service] = {}
+        seen: list[datetime] = []
 
-    def sleep(seconds: float) -> None:
-        if clock.now() < end:
-            clock.advance(timedelta(seconds=max(seconds, 1.0)))
-            return
-        done.set()
-        scheduler = holder["service"].scheduler
-        assert scheduler is not None
-        scheduler.wait(min(seconds, 0.2))
+        def sleep(seconds: float) -> None:
+            if not seen and any(b"InferenceReserveBreach" in body for body in webhook.bodies):
+                seen.append(clock.now())
+            if clock.now() < end:
+                clock.advance(timedelta(seconds=max(seconds, 1.0)))
+                return
+            done.set()
+            scheduler = holder["service"].scheduler
+            assert scheduler is not None
+            scheduler.wait(min(seconds, 0.2))
 
-    service = Service(config, settings, clock=clock, sleep=sleep)
-    holder["service"] = service
-    thread = threading.Thread(target=service.run, daemon=True)
-    thread.start()
-    try:
-        assert done.wait(600), "the simulated hours did not pass"
-        assert service.url is not None
-        with urllib.request.urlopen(service.url + "/metrics", timeout=30) as response:
-            metrics = response.read().decode()
-    finally:
-        service.stop.set()
-        thread.join(60)
-        server.shutdown()
-        server.server_close()
-    return root, fleet, metrics
+        service = Service(config, settings, clock=clock, sleep=sleep, extra_jobs=lambda _wh, _shared: [feeder])
+        holder["service"] = service
+        thread = threading.Thread(target=service.run, daemon=True)
+        thread.start()
+        try:
+            assert done.wait(900), "the simulated hours did not pass"
+            assert service.url is not None
+            with urllib.request.urlopen(service.url + "/metrics", timeout=30) as response:
+                metrics = response.read().decode()
+        finally:
+            service.stop.set()
+            thread.join(60)
+            server.shutdown()
+            server.server_close()
+        yield LiveRun(root, fleet, metrics, webhook, seen[0] if seen else None)
 
 
 def _served_keys(fleet: LiveFleet, minutes: range) -> set[tuple[str, int, datetime]]:
@@ -97,8 +137,8 @@ def _served_keys(fleet: LiveFleet, minutes: range) -> set[tuple[str, int, dateti
     return keys
 
 
-def test_every_served_minute_is_stored_once(live_run: tuple[Path, LiveFleet, str]) -> None:
-    root, fleet, _ = live_run
+def test_every_served_minute_is_stored_once(live_run: LiveRun) -> None:
+    root, fleet = live_run.root, live_run.fleet
     with open_warehouse(root / "gpusteward.duckdb", read_only=True) as wh:
         stored = wh.query("SELECT g.host, g.gpu, m.ts FROM gpu_minutes m JOIN gpus g USING (gpu_key)")
     assert stored.height == stored.unique().height
@@ -110,8 +150,8 @@ def test_every_served_minute_is_stored_once(live_run: tuple[Path, LiveFleet, str
     assert set(stored.iter_rows()) == served
 
 
-def test_stored_values_are_what_the_fleet_served(live_run: tuple[Path, LiveFleet, str]) -> None:
-    root, fleet, _ = live_run
+def test_stored_values_are_what_the_fleet_served(live_run: LiveRun) -> None:
+    root, fleet = live_run.root, live_run.fleet
     minute = START + timedelta(minutes=37)
     expected = []
     for _, host in fleet.hosts:
@@ -136,8 +176,8 @@ def test_stored_values_are_what_the_fleet_served(live_run: tuple[Path, LiveFleet
     assert got.rows() == want.rows()
 
 
-def test_metrics_show_the_scrape_source(live_run: tuple[Path, LiveFleet, str]) -> None:
-    _, fleet, metrics = live_run
+def test_metrics_show_the_scrape_source(live_run: LiveRun) -> None:
+    fleet, metrics = live_run.fleet, live_run.metrics
     assert 'gpusteward_collection_up{source="fleet"} 1.0' in metrics
     up = [line for line in metrics.splitlines() if line.startswith("gpusteward_scrape_target_up{")]
     assert len(up) == len(fleet.hosts)
@@ -150,3 +190,17 @@ def test_metrics_show_the_scrape_source(live_run: tuple[Path, LiveFleet, str]) -
         host = line.split("/")[3]
         assert line.endswith(" 0.0" if host in silent else " 1.0"), line
     assert 'gpusteward_job_runs_total{job="collect:fleet",outcome="ok"}' in metrics
+
+
+def test_the_planted_breach_reaches_the_webhook_within_two_evaluation_intervals(live_run: LiveRun) -> None:
+    breach = live_run.fleet.plan.breach
+    assert breach is not None
+    # The line may fire once the breach has lasted its `for` (10 minutes in the example config).
+    due = datetime.fromtimestamp(breach[0], UTC) + timedelta(minutes=10)
+    assert live_run.first_alert_at is not None, "no alert reached the webhook"
+    latency = live_run.first_alert_at - due
+    print(f"[breach -> webhook] {latency} after the breach passed its 'for'; evaluation interval {EVALUATE_EVERY}")
+    assert timedelta(0) <= latency <= 2 * EVALUATE_EVERY
+    bodies = [json.loads(b) for b in live_run.webhook.bodies]
+    names = {a["labels"]["alertname"] for body in bodies for a in body["alerts"]}
+    assert "InferenceReserveBreach" in names
