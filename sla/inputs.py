@@ -29,7 +29,8 @@ class EvaluationInputs:
 
     - jobs: JOBS records whose [start or submit, end) overlaps the month (running jobs have a null end)
     - job_events: JOB_EVENTS of those jobs
-    - gpu_minutes: GPU_MINUTES rows with ts in [month.start, month.end)
+    - gpu_minutes: GPU_MINUTES rows with ts in [month.start, month.end); uuid and model_name are null
+      (they are per GPU: see `gpus`)
     - inference_windows: INFERENCE_WINDOWS rows with ts in the month
     - quota_snapshots: QUOTA_SNAPSHOTS up to the month's end
     - gpus: GPU_INVENTORY, every GPU the telemetry has ever shown

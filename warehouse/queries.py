@@ -84,7 +84,9 @@ def evaluation_inputs(con: duckdb.DuckDBPyConnection, month: Month) -> Evaluatio
     )
     minutes = _frame(
         con,
-        "SELECT g.cluster, g.host, g.gpu, g.uuid, g.model_name, m.* EXCLUDE (gpu_key)"
+        # uuid and model_name are per GPU (in `gpus`): repeating them on every minute would make
+        # them half of the month's frame in memory, and the evaluation reads them from `gpus`.
+        "SELECT g.cluster, g.host, g.gpu, NULL::VARCHAR AS uuid, NULL::VARCHAR AS model_name, m.* EXCLUDE (gpu_key)"
         " FROM gpu_minutes m JOIN gpus g USING (gpu_key) WHERE m.ts >= ? AND m.ts < ?"
         " ORDER BY g.cluster, g.host, g.gpu, m.ts",
         [lo, hi],
