@@ -32,7 +32,7 @@ def _bodies(nodes: int, seed: int) -> list[bytes]:
     ]
 
 
-def _serve(nodes: int, conn: Connection) -> None:
+def serve_nodes(nodes: int, conn: Connection) -> None:
     variants = [_bodies(nodes, seed) for seed in (1, 2)]
     served = [0] * nodes
 
@@ -63,7 +63,7 @@ def run(quick: bool) -> dict[str, Any]:
     nodes = 100 if quick else 1000
     cycles = 2 if quick else 4
     ours, theirs = multiprocessing.Pipe()
-    proc = multiprocessing.get_context("spawn").Process(target=_serve, args=(nodes, theirs), daemon=True)
+    proc = multiprocessing.get_context("spawn").Process(target=serve_nodes, args=(nodes, theirs), daemon=True)
     proc.start()
     try:
         port = ours.recv()

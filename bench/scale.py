@@ -173,12 +173,12 @@ def _memory_mib() -> int:
 
 
 def _collector(nodes: int, cycles: int) -> dict[str, Any]:
-    from bench.collect import _serve  # the same exporter stand-in as bench/collect.py
+    from bench.collect import serve_nodes  # the same exporter stand-in as bench/collect.py
     from collectors.scrape import Scraper, ScrapeSettings
     from collectors.targets import target
 
     ours, theirs = multiprocessing.Pipe()
-    proc = multiprocessing.get_context("spawn").Process(target=_serve, args=(nodes, theirs), daemon=True)
+    proc = multiprocessing.get_context("spawn").Process(target=serve_nodes, args=(nodes, theirs), daemon=True)
     proc.start()
     try:
         port = ours.recv()
