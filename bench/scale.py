@@ -26,7 +26,6 @@ Goals (issue 11): no out-of-memory on this 2-core, 24 GiB machine; review at 10,
 
 from __future__ import annotations
 
-import multiprocessing
 import statistics
 import tempfile
 import time
@@ -173,31 +172,10 @@ def _memory_mib() -> int:
 
 
 def _collector(nodes: int, cycles: int) -> dict[str, Any]:
-    from bench.collect import serve_nodes  # the same exporter stand-in as bench/collect.py
-    from collectors.scrape import Scraper, ScrapeSettings
-    from collectors.targets import target
+    from bench.collect import measure_cycles  # the same exporter stand-in and cycle as bench/collect.py
 
-    ours, theirs = multiprocessing.Pipe()
-    proc = multiprocessing.get_context("spawn").Process(target=serve_nodes, args=(nodes, theirs), daemon=True)
-    proc.start()
-    try:
-        port = ours.recv()
-        targets = [target(f"127.0.0.1:{port}", {"__metrics_path__": f"/{n}/metrics"}) for n in range(nodes)]
-        scraper = Scraper(targets, settings=ScrapeSettings(timeout_s=30, concurrency=32))
-        cpu: list[float] = []
-        wall: list[float] = []
-        rows = 0
-        for _ in range(cycles):
-            c0, w0 = time.process_time(), time.perf_counter()
-            batch = scraper.collect(flush=True)
-            cpu.append(time.process_time() - c0)
-            wall.append(time.perf_counter() - w0)
-            if batch.problems:
-                raise AssertionError(f"scrape problems: {batch.problems[:3]}")
-            rows = batch.frames["gpu_minutes"].height
-    finally:
-        ours.send("stop")
-        proc.join(10)
+    measured = measure_cycles(nodes, cycles)
+    cpu, wall, rows = measured.cpu, measured.wall, measured.rows
     warm_cpu, warm_wall = cpu[1:], wall[1:]
     return {
         "nodes": nodes,
