@@ -12,6 +12,7 @@ stored once it has ended; the samples of the current minute wait for the next cy
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
@@ -39,6 +40,7 @@ class ScrapeSource:
     registry: CollectorRegistry = field(default_factory=CollectorRegistry)  # this source's scrape metrics
     _scraper: Scraper | None = None
     _now_ms: int = 0
+    _cycle_started: float = 0.0  # time.monotonic() when this cycle began
     _sd_signature: tuple[float, int] | None = None
     _targets: list[Target] = field(default_factory=list)
 
@@ -48,6 +50,7 @@ class ScrapeSource:
 
     def collect(self, now: datetime) -> CollectedBatch:
         self._now_ms = int(now.timestamp() * 1000)
+        self._cycle_started = time.monotonic()
         problems = self._refresh_targets()
         scraper = self._scraper
         if scraper is None or not scraper.targets:
@@ -87,11 +90,19 @@ class ScrapeSource:
     def _new_scraper(self, targets: Sequence[Target]) -> Scraper:
         settings = ScrapeSettings(timeout_s=self.spec.timeout.total_seconds(), default_cluster=self.spec.cluster)
         wall_ms: Callable[[], int] = lambda: self._now_ms  # noqa: E731 - the service's clock, read per scrape
+        # Backoff is counted on the service's clock (so simulated hours back off as real ones would),
+        # durations on the real one: the cycle's start on the service clock plus real time since.
+        clock: Callable[[], float] = lambda: self._now_ms / 1000 + (time.monotonic() - self._cycle_started)  # noqa: E731
         if self.spec.kind == "inference":
             return InferenceScraper(
-                targets, mappings=self.mappings, settings=settings, registry=self.registry, wall_ms=wall_ms
+                targets,
+                mappings=self.mappings,
+                settings=settings,
+                registry=self.registry,
+                clock=clock,
+                wall_ms=wall_ms,
             )
-        return Scraper(targets, settings=settings, registry=self.registry, wall_ms=wall_ms)
+        return Scraper(targets, settings=settings, registry=self.registry, clock=clock, wall_ms=wall_ms)
 
 
 def retarget(scraper: Scraper, targets: Sequence[Target]) -> None:

@@ -33,10 +33,11 @@ from tests.alerts.server import Recorder, recording_server
 from tests.service.serve_helpers import Feeder
 from warehouse import open_warehouse
 
-START = datetime(2026, 10, 2, 8, 0, tzinfo=UTC)  # the planted reserve breach starts at 09:00
-HOURS = 2
+START = datetime(2026, 10, 2, 0, 0, tzinfo=UTC)  # the planted reserve breach is 09:00-14:00
+HOURS = 24
 NODES = 8
 EVALUATE_EVERY = timedelta(minutes=15)
+BACKOFF_CAP_MIN = 10  # ScrapeSettings.backoff_max_s
 
 
 @dataclass
@@ -50,9 +51,9 @@ class LiveRun:
 
 @pytest.fixture(scope="module")
 def live_run(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LiveRun]:
-    """The simulated fleet of `gpusteward simulate --nodes 8 --seed 7` served live for two hours of
-    2026-10-02 around its planted reserve breach; its Slurm and inference files arrive through the
-    import folder as the clock passes."""
+    """The simulated fleet of `gpusteward simulate --nodes 8 --seed 7` served live for the whole of
+    2026-10-02 (a reserve breach 09:00-14:00, west-gpu-03 silent 06:00-12:00); its Slurm and inference
+    files arrive through the import folder as the clock passes."""
     root = tmp_path_factory.mktemp("live")
     staging = tmp_path_factory.mktemp("sim")
     simulate(staging, date(2026, 10, 1), 2, 7, nodes=NODES)
@@ -137,6 +138,14 @@ def _served_keys(fleet: LiveFleet, minutes: range) -> set[tuple[str, int, dateti
     return keys
 
 
+def _recovering(fleet: LiveFleet, host: str, minute: datetime) -> bool:
+    """The host's exporter answered nothing within the scraper's backoff cap before `minute`."""
+    utc = minute.replace(tzinfo=UTC)
+    return any(
+        fleet.exposition(host, (utc - timedelta(minutes=k)).timestamp()) is None for k in range(1, BACKOFF_CAP_MIN + 1)
+    )
+
+
 def test_every_served_minute_is_stored_once(live_run: LiveRun) -> None:
     root, fleet = live_run.root, live_run.fleet
     with open_warehouse(root / "gpusteward.duckdb", read_only=True) as wh:
@@ -147,7 +156,13 @@ def test_every_served_minute_is_stored_once(live_run: LiveRun) -> None:
     # the minute running when the simulated hours ran out is still pending in the scraper
     assert last >= (START + timedelta(hours=HOURS, minutes=-2)).replace(tzinfo=None)
     served = _served_keys(fleet, range(int((last - START.replace(tzinfo=None)).total_seconds() // 60) + 1))
-    assert set(stored.iter_rows()) == served
+    got = set(stored.iter_rows())
+    assert got <= served  # nothing the fleet did not serve: no zeros for a silent exporter
+    # A served minute may be missing only while the scraper still backs off from a recent outage
+    # (west-gpu-03's planted one, 06:00-12:00): backoff is counted on the service's clock.
+    missed = served - got
+    assert all(_recovering(fleet, host, minute) for host, _, minute in missed), sorted(missed)[:5]
+    assert len(missed) <= 8 * BACKOFF_CAP_MIN
 
 
 def test_stored_values_are_what_the_fleet_served(live_run: LiveRun) -> None:
