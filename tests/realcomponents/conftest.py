@@ -19,6 +19,7 @@ from pathlib import Path
 import httpx
 import pytest
 
+from bench._prometheus import backfill, serving
 from simulator import simulate
 from tests.real import require_binary
 
@@ -69,43 +70,13 @@ def dcgm_files(sim_dir: Path) -> list[Path]:
 @contextmanager
 def prometheus_loaded_with(dumps: list[Path], base: Path) -> Iterator[str]:
     """A real Prometheus on a loopback port, backfilled from OpenMetrics dumps with promtool;
-    stopped when the block exits."""
-    binary = require_binary("prometheus", package="prometheus")
-    promtool = require_binary("promtool", package="prometheus")
+    stopped when the block exits (the same bring-up as `python -m bench promql`)."""
+    require_binary("prometheus", package="prometheus")
+    require_binary("promtool", package="prometheus")
     data = base / "data"
-    for path in dumps:
-        om = base / path.name.removesuffix(".gz")
-        om.write_bytes(gzip.decompress(path.read_bytes()))
-        # --max-block-duration is hidden and goes before `openmetrics` (see shared notes).
-        subprocess.run(
-            [promtool, "tsdb", "create-blocks-from", "--max-block-duration=240h", "openmetrics", "-q",
-             str(om), str(data)],
-            check=True,
-            capture_output=True,
-            timeout=300,
-        )
-        om.unlink()
-    (base / "prometheus.yml").write_text("global:\n  scrape_interval: 60s\nscrape_configs: []\n", encoding="utf-8")
-    port = free_port()
-    log = base / "prometheus.log"
-    with log.open("wb") as out:
-        proc = subprocess.Popen(
-            [
-                binary,
-                f"--config.file={base / 'prometheus.yml'}",
-                f"--storage.tsdb.path={data}",
-                "--storage.tsdb.retention.time=3650d",  # the default 15d would drop the backfill
-                f"--web.listen-address=127.0.0.1:{port}",
-            ],
-            stdout=out,
-            stderr=subprocess.STDOUT,
-        )
-    url = f"http://127.0.0.1:{port}"
-    try:
-        wait_ready(f"{url}/-/ready", proc, log)
+    backfill(dumps, data, base)
+    with serving(data, base) as (url, _pid):
         yield url
-    finally:
-        stop(proc)
 
 
 @pytest.fixture(scope="session")
