@@ -12,6 +12,7 @@ stored once it has ended; the samples of the current minute wait for the next cy
 
 from __future__ import annotations
 
+import contextlib
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -62,10 +63,6 @@ class ScrapeSource:
         batch.problems[:0] = problems
         return batch
 
-    def up(self) -> dict[str, bool | None]:
-        """Each target's state after the last scrape (None before its first)."""
-        return {} if self._scraper is None else {url: s.up for url, s in self._scraper.states.items()}
-
     def _refresh_targets(self) -> list[Problem]:
         problems: list[Problem] = []
         targets = static_targets(self.spec.targets)
@@ -111,14 +108,10 @@ def retarget(scraper: Scraper, targets: Sequence[Target]) -> None:
     kept = {t.url for t in targets}
     for url in [u for u in scraper.states if u not in kept]:
         del scraper.states[url]
-        if url in _labelled(scraper):
+        with contextlib.suppress(KeyError):  # never scraped: no series to remove
             scraper.metrics.up.remove(url)  # a target that left is no longer "down"
     for t in targets:
         scraper.states.setdefault(t.url, TargetState())
-
-
-def _labelled(scraper: Scraper) -> set[str]:
-    return {s.labels["target"] for f in scraper.metrics.up.collect() for s in f.samples}
 
 
 def scrape_sources(config: Config) -> list[ScrapeSource]:

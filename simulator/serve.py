@@ -13,9 +13,11 @@ from __future__ import annotations
 import json
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from datetime import UTC, date, datetime
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
 
 import numpy as np
 
@@ -157,3 +159,20 @@ def serve(fleet: LiveFleet, port: int = 0) -> ThreadingHTTPServer:
     server.daemon_threads = True
     holder.append(server.server_address[1])
     return server
+
+
+@contextmanager
+def serving(fleet: LiveFleet, targets_out: Path) -> Iterator[int]:
+    """The fleet served on a free loopback port in a background thread, its file_sd list written to
+    `targets_out`; yields the port and stops the server when the block exits."""
+    server = serve(fleet)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    port = int(server.server_address[1])
+    targets_out.write_text(fleet.targets(port), encoding="utf-8")
+    try:
+        yield port
+    finally:
+        server.shutdown()
+        server.server_close()
+        thread.join(5)

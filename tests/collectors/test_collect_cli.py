@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import threading
 from collections.abc import Iterator
 from datetime import date
 from pathlib import Path
@@ -12,7 +11,7 @@ from click.testing import CliRunner
 
 from collectors.targets import file_sd_document
 from service.cli_collect import collect
-from simulator.serve import LiveFleet, serve
+from simulator.serve import LiveFleet, serving
 from tests.collectors.local_http import http_server, status
 from tests.collectors.test_scrape_inference import bumped, server_of
 from warehouse import open_warehouse
@@ -21,17 +20,8 @@ from warehouse import open_warehouse
 @pytest.fixture
 def fleet_targets(tmp_path: Path) -> Iterator[Path]:
     fleet = LiveFleet(2, 3, start=date.today(), days=1)  # now is inside the plan
-    server = serve(fleet)
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    path = tmp_path / "targets.json"
-    path.write_text(fleet.targets(server.server_address[1]), encoding="utf-8")
-    try:
-        yield path
-    finally:
-        server.shutdown()
-        server.server_close()
-        thread.join(5)
+    with serving(fleet, tmp_path / "targets.json"):
+        yield tmp_path / "targets.json"
 
 
 def test_collect_once_stores_good_targets_and_exits_nonzero_on_failures(fleet_targets: Path, tmp_path: Path) -> None:

@@ -15,7 +15,7 @@ from prometheus_client import CollectorRegistry, generate_latest
 from collectors.scrape import Scraper, ScrapeSettings
 from collectors.targets import Target, load_file_sd, parse_file_sd, static_targets
 from gpusteward.errors import InputError
-from simulator.serve import LiveFleet, serve
+from simulator.serve import LiveFleet, serving
 from tests.collectors.local_http import hang, http_server, status, text
 from warehouse import open_warehouse
 
@@ -44,17 +44,8 @@ def moment(fleet: LiveFleet) -> float:
 @pytest.fixture
 def targets_file(fleet: LiveFleet, moment: float, tmp_path: Path) -> Iterator[Path]:
     fleet.clock = lambda: moment
-    server = serve(fleet)
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    path = tmp_path / "targets.json"
-    path.write_text(fleet.targets(server.server_address[1]), encoding="utf-8")
-    try:
-        yield path
-    finally:
-        server.shutdown()
-        server.server_close()
-        thread.join(5)
+    with serving(fleet, tmp_path / "targets.json"):
+        yield tmp_path / "targets.json"
 
 
 @pytest.fixture

@@ -28,7 +28,7 @@ from gpusteward.clock import FakeClock
 from gpusteward.config import example_config_path, load_config
 from service.serve import Service, settings_from_config
 from simulator import simulate
-from simulator.serve import LiveFleet, serve
+from simulator.serve import LiveFleet, serving
 from tests.alerts.server import Recorder, recording_server
 from tests.service.serve_helpers import Feeder
 from warehouse import open_warehouse
@@ -60,14 +60,11 @@ def live_run(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LiveRun]:
     shutil.rmtree(staging / "dcgm")  # GPU telemetry comes live from the fleet instead
     clock = FakeClock(START)
     fleet = LiveFleet(NODES, seed=7, start=date(2026, 10, 1), days=2, clock=lambda: clock.now().timestamp())
-    server = serve(fleet, 0)
-    threading.Thread(target=server.serve_forever, daemon=True).start()
-    (root / "targets.json").write_text(fleet.targets(server.server_address[1]), encoding="utf-8")
     incoming = root / "incoming"
     incoming.mkdir()
     feeder = Feeder(staging, incoming)
     config_text = Path(example_config_path()).read_text(encoding="utf-8")
-    with recording_server() as webhook:
+    with recording_server() as webhook, serving(fleet, root / "targets.json"):
         (root / "gpusteward.toml").write_text(
             config_text
             + f"""
@@ -121,8 +118,6 @@ timeout = "5s"
         finally:
             service.stop.set()
             thread.join(60)
-            server.shutdown()
-            server.server_close()
         yield LiveRun(root, fleet, metrics, webhook, seen[0] if seen else None)
 
 
