@@ -202,7 +202,7 @@ def alerts_send(config_path: str | None, db_path: str | None, month: Month | Non
     with open_for_writing(config, db_path) as wh:
         chosen = pick_month(wh, month)
         outputs = run_evaluation(wh, config, chosen)
-        data_end = wh.evaluation_inputs(chosen).data_end if outputs.episodes.height else None
+        data_end = wh.data_end() if outputs.episodes.height else None
         found = alerts_from_episodes(outputs.episodes, config, data_end=data_end)
         result = run_alert_tick(wh, config, found, datetime.now(UTC))
     delivery = result.delivery

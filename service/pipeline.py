@@ -37,7 +37,7 @@ def latest_month(wh: Warehouse) -> Month:
 
 def evaluate(wh: Warehouse, config: Config, month: Month) -> MonthOutputs:
     """Evaluate the month, plan quota changes, and store both; return the month's outputs."""
-    inputs = wh.evaluation_inputs(month)
+    inputs = wh.evaluation_inputs(month, idle=config.idle)
     outputs = evaluate_month(inputs, config)
     plan = _plan(outputs, inputs.quota_snapshots, config, queue_usage(inputs, config), demand_of(inputs, config))
     wh.store_plan(
@@ -89,7 +89,7 @@ def alert_rows(alerts: Sequence[Alert]) -> list[dict[str, Any]]:
 def raise_alerts(wh: Warehouse, config: Config, outputs: MonthOutputs, now: datetime) -> AlertRun:
     """Turn the month's breach episodes into alerts, record them once, and pass them through the
     alert engine and the warehouse outbox to the receivers (each notification delivered once)."""
-    data_end = wh.evaluation_inputs(outputs.month).data_end if outputs.episodes.height else None
+    data_end = wh.data_end() if outputs.episodes.height else None
     alerts = alerts_from_episodes(outputs.episodes, config, data_end=data_end)
     new = wh.record_alerts(outputs.month, alert_rows(alerts))
     return AlertRun(alerts, new, run_alert_tick(wh, config, alerts, now))

@@ -25,7 +25,7 @@ from gpusteward.config.schema import Config
 from gpusteward.domain import Scenario
 from gpusteward.indicators import INDICATORS
 from gpusteward.objectives import DEFAULT_TELEMETRY_COMPLETENESS
-from gpusteward.tables import GPU_MINUTES, conform
+from gpusteward.tables import conform
 from sla.common import (
     ALL_SCENARIOS,
     MINUTE,
@@ -40,6 +40,7 @@ from sla.common import (
 )
 from sla.histogram import quantiles_of, summed_histograms
 from sla.inputs import GPU_INVENTORY, EvaluationInputs
+from sla.minute_digest import minute_digest
 from sla.protection import cluster_gpus, held_per_minute, holders, inference_reserve_episodes
 
 _INFERENCE = Scenario.ONLINE_INFERENCE.value
@@ -101,12 +102,10 @@ class TelemetryEvaluator:
             .group_by("cluster", "host")
             .agg(pl.col("e").sum().alias("expected"), pl.len().alias("gpus"))
         )
-        gm = conform(inputs.gpu_minutes, GPU_MINUTES).filter(
-            pl.col("ts").is_between(window.start, window.end, closed="left")
-        )
+        digest = minute_digest(inputs, config.idle)
         # (cluster, host, gpu, ts) is the table's key: one row per GPU-minute.
-        present = gm.group_by("cluster", "host").agg(pl.len().alias("present"))
-        gaps = self._silences(gm.select("cluster", "host", "ts").unique())
+        present = digest.gpus.group_by("cluster", "host").agg(pl.col("rows").sum().alias("present"))
+        gaps = digest.host_silences
         stats = expected.join(present, on=["cluster", "host"], how="left").join(
             gaps, on=["cluster", "host"], how="left"
         ).sort("cluster", "host")
@@ -124,23 +123,6 @@ class TelemetryEvaluator:
                 rows=got, completeness=None, evidence=evidence,
             ))
         return results_frame(rows)
-
-    @staticmethod
-    def _silences(minutes: pl.DataFrame) -> pl.DataFrame:
-        """Longest run of minutes in which no GPU of a host reported, per host (inside the data)."""
-        runs = minutes.sort("cluster", "host", "ts").with_columns(
-            pl.col("ts").shift(1).over("cluster", "host").alias("prev")
-        ).filter((pl.col("ts") - pl.col("prev")) > pl.lit(MINUTE))
-        runs = runs.with_columns(
-            (pl.col("prev") + pl.duration(minutes=1)).alias("gap_start"), pl.col("ts").alias("gap_end"),
-            (((pl.col("ts") - pl.col("prev")) / MINUTE).cast(pl.Int64) - 1).alias("gap_minutes"),
-        )
-        return (
-            runs.sort(["gap_minutes", "gap_start"], descending=[True, False])
-            .group_by("cluster", "host", maintain_order=True)
-            .first()
-            .select("cluster", "host", "gap_start", "gap_end", "gap_minutes")
-        )
 
 
 def _objective(config: Config) -> float:

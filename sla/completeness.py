@@ -18,6 +18,7 @@ import polars as pl
 from gpusteward.tables import INFERENCE_WINDOWS, JOBS, TS, conform
 from sla.common import MINUTE, Window, human_duration, started_in, window_of
 from sla.inputs import GPU_INVENTORY, EvaluationInputs
+from sla.minute_digest import minute_digest
 from sla.results import COMPLETENESS
 
 _SLOT = "5m"
@@ -28,44 +29,23 @@ def _clock(moment: datetime) -> str:
     return moment.strftime("%m-%d %H:%M")
 
 
-def _sorted_minutes(gm: pl.DataFrame) -> pl.DataFrame:
-    """Distinct GPU-minutes ordered by GPU then time, with `same_gpu` (row continues the previous GPU).
-
-    Sorted on a hash of the GPU: far faster than three string columns (see sla/idle.py).
-    """
-    gm = gm.select(*_GPU, "ts").with_columns(pl.struct(*_GPU).hash(seed=0).alias("_k")).sort("_k", "ts")
-    same = (
-        (pl.col("cluster") == pl.col("cluster").shift(1))
-        & (pl.col("host") == pl.col("host").shift(1))
-        & (pl.col("gpu") == pl.col("gpu").shift(1))
-    ).fill_null(False)
-    gm = gm.with_columns(same.alias("same_gpu"))
-    return gm.filter(~(pl.col("same_gpu") & (pl.col("ts") == pl.col("ts").shift(1))).fill_null(False))
-
-
-def _gpu_gaps(minutes: pl.DataFrame, starts: pl.DataFrame, window: Window) -> pl.DataFrame:
+def _gpu_gaps(seen: pl.DataFrame, inner: pl.DataFrame, starts: pl.DataFrame, window: Window) -> pl.DataFrame:
     """Every silence of every inventory GPU: cluster, host, gpu, gap_start, gap_end, minutes.
 
-    `starts` holds each GPU's first expected minute (`expected_from`).
+    `seen` holds the digest's GPUs with rows, `inner` the silences inside their data, `starts`
+    each GPU's first expected minute (`expected_from`).
     """
-    inner = (
-        minutes.with_columns(pl.col("ts").shift(1).alias("prev"))
-        .filter(pl.col("same_gpu") & ((pl.col("ts") - pl.col("prev")) > pl.lit(MINUTE)))
-        .select(*_GPU, (pl.col("prev") + pl.duration(minutes=1)).alias("gap_start"), pl.col("ts").alias("gap_end"))
+    firsts = seen.join(starts, on=list(_GPU), how="inner").filter(
+        pl.col("first_ts") > pl.col("expected_from")
+    ).select(*_GPU, pl.col("expected_from").alias("gap_start"), pl.col("first_ts").alias("gap_end"))
+    after_last = pl.col("last_ts") + pl.duration(minutes=1)
+    lasts = seen.filter(after_last < window.end).select(
+        *_GPU, after_last.alias("gap_start"), pl.lit(window.end).cast(TS).alias("gap_end")
     )
-    # In the order above the shifted frame lines up with it, so these tags are row-aligned.
-    is_last = ~pl.col("same_gpu").shift(-1).fill_null(False)
-    firsts = minutes.filter(~pl.col("same_gpu")).join(starts, on=list(_GPU), how="inner").filter(
-        pl.col("ts") > pl.col("expected_from")
-    ).select(*_GPU, pl.col("expected_from").alias("gap_start"), pl.col("ts").alias("gap_end"))
-    lasts = minutes.filter(is_last & (pl.col("ts") + pl.duration(minutes=1) < window.end)).select(
-        *_GPU, (pl.col("ts") + pl.duration(minutes=1)).alias("gap_start"),
-        pl.lit(window.end).cast(TS).alias("gap_end"),
-    )
-    silent = starts.join(minutes.select(*_GPU).unique(), on=list(_GPU), how="anti").filter(
+    silent = starts.join(seen.select(*_GPU), on=list(_GPU), how="anti").filter(
         pl.col("expected_from") < window.end
     ).select(*_GPU, pl.col("expected_from").alias("gap_start"), pl.lit(window.end).cast(TS).alias("gap_end"))
-    gaps = pl.concat([f.with_columns(pl.col("gap_start").cast(TS), pl.col("gap_end").cast(TS))
+    gaps = pl.concat([f.select(*_GPU, pl.col("gap_start").cast(TS), pl.col("gap_end").cast(TS))
                       for f in (inner, firsts, lasts, silent)])
     return gaps.with_columns(((pl.col("gap_end") - pl.col("gap_start")) / MINUTE).cast(pl.Int64).alias("minutes"))
 
@@ -93,14 +73,14 @@ def _gpu_minutes(inputs: EvaluationInputs, window: Window) -> list[dict[str, Any
     starts = inventory.select(
         *_GPU, pl.max_horizontal(pl.col("first_seen").dt.truncate("1m"), pl.lit(window.start)).alias("expected_from")
     )
-    gm = inputs.gpu_minutes.filter(pl.col("ts").is_between(window.start, window.end, closed="left"))
-    gm = gm.join(inventory.select(*_GPU), on=list(_GPU), how="semi")
-    minutes = _sorted_minutes(gm)
+    digest = minute_digest(inputs, None)
+    seen = digest.gpus.join(inventory.select(*_GPU), on=list(_GPU), how="semi").filter(pl.col("minutes") > 0)
+    inner = digest.gaps.join(inventory.select(*_GPU), on=list(_GPU), how="semi")
     expected = starts.with_columns(
         ((pl.lit(window.end) - pl.col("expected_from")) / MINUTE).clip(lower_bound=0).cast(pl.Int64).alias("expected")
     ).group_by("cluster").agg(pl.col("expected").sum())
-    present = dict(minutes.group_by("cluster").len().iter_rows())
-    gaps = _gpu_gaps(minutes, starts, window)
+    present = dict(seen.group_by("cluster").agg(pl.col("minutes").sum()).iter_rows())
+    gaps = _gpu_gaps(seen, inner, starts, window)
     rows: list[dict[str, Any]] = []
     for cluster, exp in sorted(expected.iter_rows()):
         have = min(int(present.get(cluster, 0)), int(exp))

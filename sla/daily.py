@@ -13,12 +13,11 @@ from datetime import timedelta
 
 import polars as pl
 
-from gpusteward.config.schema import Config
+from gpusteward.config.schema import Config, IdleConfig
 from gpusteward.domain import UNATTRIBUTED
-from gpusteward.tables import GPU_MINUTES, conform
 from sla.common import Window, classified_jobs, window_of, with_overlap
 from sla.inputs import EvaluationInputs
-from sla.outcomes import utilisation
+from sla.minute_digest import minute_digest
 from sla.results import DAILY_USAGE
 
 _KEY = ("day", "scenario", "team")
@@ -44,7 +43,7 @@ def _daily_hours(jobs: pl.DataFrame, window: Window) -> pl.DataFrame:
     return split.group_by(*_KEY).agg(hours.sum().alias("gpu_hours"))
 
 
-def _daily_util(inputs: EvaluationInputs, jobs: pl.DataFrame, window: Window) -> pl.DataFrame:
+def _daily_util(inputs: EvaluationInputs, jobs: pl.DataFrame, idle: IdleConfig) -> pl.DataFrame:
     """(day, scenario, team, util_minutes, util_sum) from the allocated GPU-minutes with a value."""
     owners = (
         jobs.sort("submit_time")
@@ -52,12 +51,9 @@ def _daily_util(inputs: EvaluationInputs, jobs: pl.DataFrame, window: Window) ->
         .agg(pl.col("team").last(), pl.col("scenario").last())
     )
     minutes = (
-        conform(inputs.gpu_minutes, GPU_MINUTES)
-        .filter(pl.col("job_id").is_not_null() & pl.col("ts").is_between(window.start, window.end, closed="left"))
-        .with_columns(utilisation().alias("_util"), pl.col("ts").dt.date().alias("day"))
-        .filter(pl.col("_util").is_not_null() & pl.col("_util").is_not_nan())
-        .group_by("cluster", "job_id", "day")
-        .agg(pl.len().cast(pl.Int64).alias("util_minutes"), pl.col("_util").sum().alias("_util_sum"))
+        minute_digest(inputs, idle)
+        .job_days.filter(pl.col("util_minutes") > 0)
+        .select("cluster", "job_id", "day", "util_minutes", pl.col("util_sum").alias("_util_sum"))
     )
     return (
         minutes.join(owners, on=["cluster", "job_id"], how="left")
@@ -73,7 +69,7 @@ def daily_usage(inputs: EvaluationInputs, config: Config) -> pl.DataFrame:
     jobs = with_overlap(classified_jobs(inputs, config), window)
     out = (
         _daily_hours(jobs, window)
-        .join(_daily_util(inputs, jobs, window), on=list(_KEY), how="full", coalesce=True)
+        .join(_daily_util(inputs, jobs, config.idle), on=list(_KEY), how="full", coalesce=True)
         .with_columns(
             pl.col("gpu_hours").fill_null(0.0),
             pl.col("util_minutes").fill_null(0),

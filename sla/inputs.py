@@ -2,13 +2,18 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import datetime
+from typing import TYPE_CHECKING
 
 import polars as pl
 
 from gpusteward.domain import Month
 from gpusteward.tables import schema
+
+if TYPE_CHECKING:
+    from gpusteward.config.schema import IdleConfig
+    from sla.minute_digest import MinuteDigest
 
 GPU_INVENTORY = schema(
     {
@@ -30,7 +35,10 @@ class EvaluationInputs:
     - jobs: JOBS records whose [start or submit, end) overlaps the month (running jobs have a null end)
     - job_events: JOB_EVENTS of those jobs
     - gpu_minutes: GPU_MINUTES rows with ts in [month.start, month.end); uuid and model_name are null
-      (they are per GPU: see `gpus`)
+      (they are per GPU: see `gpus`). Empty when `minute_digest` is given.
+    - minute_digest: what the evaluators need from those minutes (sla.minute_digest), when the caller
+      reduced them already (the warehouse does, a few hosts at a time, so a month of a large fleet
+      never sits in memory); else evaluators digest `gpu_minutes` on first use
     - inference_windows: INFERENCE_WINDOWS rows with ts in the month
     - quota_snapshots: QUOTA_SNAPSHOTS up to the month's end
     - gpus: GPU_INVENTORY, every GPU the telemetry has ever shown
@@ -45,3 +53,5 @@ class EvaluationInputs:
     quota_snapshots: pl.DataFrame
     gpus: pl.DataFrame
     data_end: datetime | None
+    minute_digest: MinuteDigest | None = None
+    digest_cache: dict[IdleConfig, MinuteDigest] = field(default_factory=dict, init=False, compare=False, repr=False)

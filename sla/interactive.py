@@ -25,8 +25,9 @@ from sla.common import (
     window_of,
     with_overlap,
 )
-from sla.idle import idle_by_job, idle_runs
+from sla.idle import idle_by_job
 from sla.inputs import EvaluationInputs
+from sla.minute_digest import minute_digest
 
 _SCENARIO = Scenario.INTERACTIVE.value
 
@@ -51,9 +52,9 @@ class InteractiveEvaluator:
             ((pl.min_horizontal(pl.col("end_time").fill_null(pl.lit(window.end)), pl.lit(window.end))
               - pl.col("start_time")).dt.total_microseconds() / 1e6).alias("hold_s"),
         )
-        gm = inputs.gpu_minutes.filter(pl.col("ts").is_between(window.start, window.end, closed="left"))
-        gm = gm.join(jobs.select("cluster", "job_id").unique(), on=["cluster", "job_id"], how="semi")
-        runs = idle_runs(gm, config.idle).group_by("cluster", "job_id").agg(pl.col("minutes").max().alias("idle_max"))
+        runs = minute_digest(inputs, config.idle).idle_runs.join(
+            jobs.select("cluster", "job_id").unique(), on=["cluster", "job_id"], how="semi"
+        ).group_by("cluster", "job_id").agg(pl.col("minutes").max().alias("idle_max"))
         sessions = jobs.join(runs, on=["cluster", "job_id"], how="left").with_columns(
             (pl.col("idle_max").fill_null(0) * 60 > idle_limit.total_seconds()).alias("_idle"),
             (pl.col("hold_s") > lifecycle.total_seconds()).alias("_life"),

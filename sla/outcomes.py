@@ -23,7 +23,6 @@ import polars as pl
 from gpusteward.config.schema import Config
 from gpusteward.domain import SUCCESS_STATES, Scenario
 from gpusteward.objectives import deadline, reproducibility
-from gpusteward.tables import GPU_MINUTES, conform
 from sla.common import (
     ended_in,
     fmt_ratio,
@@ -36,19 +35,11 @@ from sla.common import (
     with_overlap,
 )
 from sla.inputs import EvaluationInputs
+from sla.minute_digest import minute_digest
 from sla.queues import BATCH_LIKE, batch_like_jobs
 
 _BATCH = Scenario.BATCH_INFERENCE.value
 _FINE_TUNING = Scenario.FINE_TUNING.value
-
-
-def utilisation() -> pl.Expr:
-    """Compute utilisation 0..1 of a GPU-minute: GR_ENGINE_ACTIVE when present, else GPU_UTIL / 100."""
-    return (
-        pl.when(pl.col("gr_engine_active").is_not_null())
-        .then(pl.col("gr_engine_active").cast(pl.Float64))
-        .otherwise(pl.col("gpu_util").cast(pl.Float64) / 100.0)
-    )
 
 
 def has_keys(fields: tuple[str, ...], keys: tuple[str, ...]) -> pl.Expr:
@@ -84,18 +75,15 @@ class OutcomeEvaluator:
         )
 
     def _efficiency(self, inputs: EvaluationInputs, config: Config, jobs: pl.DataFrame) -> list[dict[str, Any]]:
-        window = window_of(inputs)
         held = jobs.filter(pl.col("held_s") > 0).with_columns(pl.col("job_id").cast(pl.Utf8))
         # A requeued job has several records; its latest names the queue its minutes count for.
         owner = held.sort("submit_time").group_by("cluster", "job_id").agg(pl.col("queue", "scenario").last())
         expected = held.group_by("queue", "scenario").agg(
             (pl.col("gpus_allocated").fill_null(0) * pl.col("held_s") / 60.0).sum().alias("expected")
         )
-        gm = conform(inputs.gpu_minutes, GPU_MINUTES).filter(
-            pl.col("job_id").is_not_null() & pl.col("ts").is_between(window.start, window.end, closed="left")
-        )
-        per_job = gm.select("cluster", "job_id", utilisation().alias("u")).drop_nans("u").drop_nulls("u")
-        per_job = per_job.group_by("cluster", "job_id").agg(pl.col("u").sum().alias("u_sum"), pl.len().alias("n"))
+        per_job = minute_digest(inputs, config.idle).per_job().select(
+            "cluster", "job_id", pl.col("util_sum").alias("u_sum"), pl.col("util_minutes").alias("n")
+        ).filter(pl.col("n") > 0)
         stats = (
             per_job.join(owner, on=["cluster", "job_id"], how="inner")
             .group_by("queue", "scenario")

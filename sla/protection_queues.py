@@ -24,8 +24,8 @@ from gpusteward.config.schema import Config
 from gpusteward.domain import Scenario
 from gpusteward.objectives import interactive_limits
 from sla.common import classified_jobs, human_duration, window_of
-from sla.idle import idle_runs
 from sla.inputs import EvaluationInputs
+from sla.minute_digest import minute_digest
 from sla.protection_common import (
     clock,
     episode_row,
@@ -109,10 +109,9 @@ class InteractiveLimitsLine:
             pl.col("job_id").cast(pl.Utf8).alias("_id"),
             pl.min_horizontal(pl.col("end_time").fill_null(pl.lit(window.end)), pl.lit(window.end)).alias("_end"),
         ).filter(pl.col("_end") > window.start)
-        gm = inputs.gpu_minutes.filter(pl.col("ts").is_between(window.start, window.end, closed="left"))
-        gm = gm.join(sessions.select("cluster", pl.col("_id").alias("job_id")).unique(),
-                     on=["cluster", "job_id"], how="semi")
-        runs = idle_runs(gm, config.idle).group_by("cluster", "job_id", "start").agg(pl.col("minutes").max())
+        runs = minute_digest(inputs, config.idle).idle_runs.join(
+            sessions.select("cluster", pl.col("_id").alias("job_id")).unique(), on=["cluster", "job_id"], how="semi"
+        ).group_by("cluster", "job_id", "start").agg(pl.col("minutes").max())
         default_idle, default_life = interactive_limits(config)
         rows: list[dict[str, Any]] = []
         for line in config.protection.interactive_limits:

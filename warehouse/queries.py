@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
 from datetime import datetime, timedelta
 from typing import Any
 
@@ -9,13 +10,16 @@ import duckdb
 import polars as pl
 
 from gpusteward import tables
+from gpusteward.config.schema import IdleConfig
 from gpusteward.domain import Month
 from gpusteward.tables import schema
 from sla import results
+from sla.common import window_of
 from sla.inputs import GPU_INVENTORY, EvaluationInputs
 from sla.outputs import MonthOutputs
 from warehouse.daily import month_daily_usage, month_failures
 from warehouse.ledger import month_gpu_states, month_ledger
+from warehouse.minute_chunks import CHUNK_ROWS, month_digest
 from warehouse.sql import run, scalar
 
 USER_TABLES = (
@@ -65,7 +69,11 @@ def _bounds(month: Month) -> list[datetime]:
     return [month.start.replace(tzinfo=None), month.end.replace(tzinfo=None)]
 
 
-def evaluation_inputs(con: duckdb.DuckDBPyConnection, month: Month) -> EvaluationInputs:
+def evaluation_inputs(
+    con: duckdb.DuckDBPyConnection, month: Month, *, idle: IdleConfig | None = None, chunk_rows: int = CHUNK_ROWS
+) -> EvaluationInputs:
+    """The month's inputs. With `idle`, the GPU-minutes come digested (read a chunk of hosts at a time,
+    so memory does not grow with the fleet) and `gpu_minutes` is empty; without, they come whole."""
     lo, hi = _bounds(month)
     jobs = _frame(
         con,
@@ -82,7 +90,7 @@ def evaluation_inputs(con: duckdb.DuckDBPyConnection, month: Month) -> Evaluatio
         [hi, lo],
         tables.JOB_EVENTS,
     )
-    minutes = _frame(
+    minutes = tables.empty(tables.GPU_MINUTES) if idle is not None else _frame(
         con,
         # uuid and model_name are per GPU (in `gpus`): repeating them on every minute would make
         # them half of the month's frame in memory, and the evaluation reads them from `gpus`.
@@ -100,9 +108,16 @@ def evaluation_inputs(con: duckdb.DuckDBPyConnection, month: Month) -> Evaluatio
     )
     quotas = _frame(con, "SELECT * FROM quota_snapshots WHERE ts < ? ORDER BY ts", [hi], tables.QUOTA_SNAPSHOTS)
     gpus = _frame(con, "SELECT * EXCLUDE (gpu_key) FROM gpus ORDER BY cluster, host, gpu", [], GPU_INVENTORY)
+    inputs = EvaluationInputs(month, jobs, events, minutes, windows, quotas, gpus, data_end(con))
+    if idle is None:
+        return inputs
+    return replace(inputs, minute_digest=month_digest(con, window_of(inputs), idle, chunk_rows))
+
+
+def data_end(con: duckdb.DuckDBPyConnection) -> datetime | None:
+    """The minute after the last GPU-minute stored (None while there is none)."""
     last = scalar(con, "SELECT max(ts) FROM gpu_minutes")
-    data_end = last + timedelta(minutes=1) if last is not None else None
-    return EvaluationInputs(month, jobs, events, minutes, windows, quotas, gpus, data_end)
+    return last + timedelta(minutes=1) if last is not None else None
 
 
 def completeness(con: duckdb.DuckDBPyConnection, month: Month) -> pl.DataFrame:

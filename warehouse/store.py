@@ -13,11 +13,13 @@ from typing import Any
 import duckdb
 import polars as pl
 
+from gpusteward.config.schema import IdleConfig
 from gpusteward.domain import Month
 from sla.inputs import EvaluationInputs
 from sla.outputs import MonthOutputs
 from warehouse import ingest, queries
 from warehouse.migrate import current_version, migrate
+from warehouse.minute_chunks import CHUNK_ROWS
 from warehouse.sql import run, transaction
 
 INGEST_TABLES = ("gpu_minutes", "jobs", "job_events", "inference_windows", "quota_snapshots", "quota_usage")
@@ -187,8 +189,14 @@ class Warehouse:
     def counts(self) -> dict[str, int]:
         return {t: self.count(t) for t in queries.USER_TABLES}
 
-    def evaluation_inputs(self, month: Month) -> EvaluationInputs:
-        return queries.evaluation_inputs(self._con, month)
+    def evaluation_inputs(
+        self, month: Month, *, idle: IdleConfig | None = None, chunk_rows: int = CHUNK_ROWS
+    ) -> EvaluationInputs:
+        """The month's evaluation inputs; see queries.evaluation_inputs (`idle`: digested GPU-minutes)."""
+        return queries.evaluation_inputs(self._con, month, idle=idle, chunk_rows=chunk_rows)
+
+    def data_end(self) -> datetime | None:
+        return queries.data_end(self._con)
 
     def completeness(self, month: Month) -> pl.DataFrame:
         return queries.completeness(self._con, month)

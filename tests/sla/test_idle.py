@@ -11,7 +11,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from gpusteward.tables import GPU_MINUTES, conform
-from sla.idle import idle_by_job, minute_states
+from sla.idle import idle_by_job
+from sla.idle_states import minute_states
 from tests.sla.builders import MONTH, T0, at, config, frame, inputs, job, minutes
 
 IDLE = """

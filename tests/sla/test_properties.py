@@ -11,7 +11,8 @@ from polars.testing import assert_frame_equal
 
 from sla.budget import budget_left, burn_rate
 from sla.evaluator import evaluate
-from sla.idle import idle_by_gpu, minute_states
+from sla.idle import idle_by_gpu
+from sla.idle_states import minute_states
 from sla.inference import OnlineInferenceEvaluator
 from tests.sla.builders import at, config, inputs, job, minutes, window
 

@@ -1,0 +1,221 @@
+"""What the evaluation needs from a month's GPU-minutes, reduced so the minutes need not stay in memory.
+
+A month of 10,000 GPUs is 446 million GPU-minutes: far more than memory holds as a frame. Every
+evaluator needs only sums per job and day, per GPU and per host, plus the gaps and idle runs, and
+each of those is exact when computed over a set of whole hosts: runs and gaps never cross a GPU,
+and host silences never cross a host. So the warehouse hands the month over a few hosts at a time
+(`digest_minutes` per chunk) and `merge_digests` joins the parts; a digest built from one frame of
+the whole month is the same digest.
+
+Frames (naive UTC timestamps):
+- job_days: (cluster, job_id, day) with the idle states of its minutes (sla.idle.minute_states),
+  how many took their utilisation from each source, and the utilisation sum over the minutes with
+  a value (`util_sum` / `util_minutes` is the mean, 0..1)
+- gpus: (cluster, host, gpu) with rows, distinct minutes, first and last minute, idle states and
+  unallocated minutes (utilisation but no job)
+- host_silences: per host, the longest run of minutes in which none of its GPUs reported, inside its data
+- gaps: every silence inside one GPU's data (from the minute after a row to the next row)
+- idle_runs: every idle run (sla.idle.idle_runs)
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass
+
+import polars as pl
+
+from gpusteward.config.schema import IdleConfig
+from gpusteward.tables import GPU_MINUTES, TS, conform, schema
+from sla.common import MINUTE, Window, window_of
+from sla.idle_states import BUSY, IDLE, IDLE_HELD, idle_runs_of, minute_states
+from sla.inputs import EvaluationInputs
+
+_GPU = ("cluster", "host", "gpu")
+_JOB_DAY = ("cluster", "job_id", "day")
+
+JOB_DAYS = schema({
+    "cluster": pl.Utf8, "job_id": pl.Utf8, "day": pl.Date,
+    "gpu_minutes": pl.Int64, "busy_minutes": pl.Int64, "idle_minutes": pl.Int64, "idle_held_minutes": pl.Int64,
+    "engine_minutes": pl.Int64, "gpu_util_minutes": pl.Int64, "util_minutes": pl.Int64, "util_sum": pl.Float64,
+})
+GPUS = schema({
+    "cluster": pl.Utf8, "host": pl.Utf8, "gpu": pl.Int16, "rows": pl.Int64, "minutes": pl.Int64,
+    "first_ts": TS, "last_ts": TS, "busy_minutes": pl.Int64, "idle_minutes": pl.Int64,
+    "idle_held_minutes": pl.Int64, "unallocated_minutes": pl.Int64,
+})
+HOST_SILENCES = schema({
+    "cluster": pl.Utf8, "host": pl.Utf8, "gap_start": TS, "gap_end": TS, "gap_minutes": pl.Int64,
+})
+GAPS = schema({"cluster": pl.Utf8, "host": pl.Utf8, "gpu": pl.Int16, "gap_start": TS, "gap_end": TS})
+IDLE_RUNS = schema({
+    "cluster": pl.Utf8, "host": pl.Utf8, "gpu": pl.Int16, "job_id": pl.Utf8, "start": TS, "minutes": pl.Int64,
+    "held": pl.Boolean,
+})
+_SUMMED = [c for c in JOB_DAYS if c not in _JOB_DAY]
+
+
+@dataclass(frozen=True)
+class MinuteDigest:
+    window: Window
+    idle: IdleConfig
+    job_days: pl.DataFrame
+    gpus: pl.DataFrame
+    host_silences: pl.DataFrame
+    gaps: pl.DataFrame
+    idle_runs: pl.DataFrame
+
+    def per_job(self) -> pl.DataFrame:
+        """job_days summed over the days: one row per (cluster, job_id)."""
+        return self.job_days.group_by("cluster", "job_id").agg(pl.col(_SUMMED).sum())
+
+
+def utilisation() -> pl.Expr:
+    """Utilisation 0..1 of a GPU-minute: GR_ENGINE_ACTIVE when present, else GPU_UTIL / 100."""
+    return (
+        pl.when(pl.col("gr_engine_active").is_not_null())
+        .then(pl.col("gr_engine_active").cast(pl.Float64))
+        .otherwise(pl.col("gpu_util").cast(pl.Float64) / 100.0)
+    )
+
+
+def digest_minutes(gpu_minutes: pl.DataFrame, window: Window, idle: IdleConfig) -> MinuteDigest:
+    """The digest of GPU-minutes that hold every row of their hosts in `window` (rows outside it are left out)."""
+    gm = conform(gpu_minutes, GPU_MINUTES).filter(pl.col("ts").is_between(window.start, window.end, closed="left"))
+    states = minute_states(gm, idle)
+    return MinuteDigest(
+        window=window,
+        idle=idle,
+        job_days=_job_days(gm, states),
+        gpus=_gpus(gm, states),
+        host_silences=_host_silences(gm),
+        gaps=_gaps(gm),
+        idle_runs=conform(idle_runs_of(states), IDLE_RUNS),
+    )
+
+
+def merge_digests(parts: Iterable[MinuteDigest], window: Window, idle: IdleConfig) -> MinuteDigest:
+    """One digest from the digests of disjoint sets of hosts (a job may run on hosts of several parts)."""
+    parts = list(parts)
+    for part in parts:
+        if part.window != window or part.idle != idle:
+            raise ValueError("minute digests of different windows or idle settings cannot be merged")
+
+    def stacked(name: str, frame_schema: pl.Schema) -> pl.DataFrame:
+        frames = [getattr(p, name) for p in parts]
+        return pl.concat(frames, how="vertical") if frames else pl.DataFrame(schema=frame_schema)
+
+    job_days = stacked("job_days", JOB_DAYS)
+    if len(parts) > 1:
+        job_days = job_days.group_by(*_JOB_DAY).agg(pl.col(_SUMMED).sum())
+    return MinuteDigest(
+        window=window,
+        idle=idle,
+        job_days=conform(job_days, JOB_DAYS),
+        gpus=stacked("gpus", GPUS),
+        host_silences=stacked("host_silences", HOST_SILENCES),
+        gaps=stacked("gaps", GAPS),
+        idle_runs=stacked("idle_runs", IDLE_RUNS),
+    )
+
+
+def minute_digest(inputs: EvaluationInputs, idle: IdleConfig | None) -> MinuteDigest:
+    """The digest of `inputs`: the one the warehouse built, else one made from `gpu_minutes` (and kept).
+
+    `idle` None: the caller reads only what does not depend on the idle settings (rows, minutes,
+    gaps, silences), so any digest will do.
+    """
+    given = inputs.minute_digest
+    if given is not None:
+        if idle is not None and given.idle != idle:
+            raise ValueError(
+                f"the month's GPU-minutes were digested with idle settings {given.idle}, not {idle}: "
+                "read the evaluation inputs again with the configured [idle] settings"
+            )
+        return given
+    cache = inputs.digest_cache
+    if idle is None:
+        idle = next(iter(cache), IdleConfig())
+    if idle not in cache:
+        cache[idle] = digest_minutes(inputs.gpu_minutes, window_of(inputs), idle)
+    return cache[idle]
+
+
+def _job_days(gm: pl.DataFrame, states: pl.DataFrame) -> pl.DataFrame:
+    counted = states.with_columns(pl.col("ts").dt.date().alias("day")).group_by(*_JOB_DAY).agg(
+        pl.len().cast(pl.Int64).alias("gpu_minutes"),
+        (pl.col("state") == BUSY).sum().cast(pl.Int64).alias("busy_minutes"),
+        (pl.col("state") == IDLE).sum().cast(pl.Int64).alias("idle_minutes"),
+        (pl.col("state") == IDLE_HELD).sum().cast(pl.Int64).alias("idle_held_minutes"),
+        (pl.col("util_source") == "gr_engine_active").sum().cast(pl.Int64).alias("engine_minutes"),
+        (pl.col("util_source") == "gpu_util").sum().cast(pl.Int64).alias("gpu_util_minutes"),
+    )
+    util = (
+        gm.filter(pl.col("job_id").is_not_null())
+        .select("cluster", "job_id", pl.col("ts").dt.date().alias("day"), utilisation().alias("_u"))
+        .filter(pl.col("_u").is_not_null() & pl.col("_u").is_not_nan())
+        .group_by(*_JOB_DAY)
+        .agg(pl.len().cast(pl.Int64).alias("util_minutes"), pl.col("_u").sum().alias("util_sum"))
+    )
+    out = counted.join(util, on=list(_JOB_DAY), how="full", coalesce=True)
+    return conform(out.with_columns(pl.col(_SUMMED).fill_null(0)), JOB_DAYS)
+
+
+def _gpus(gm: pl.DataFrame, states: pl.DataFrame) -> pl.DataFrame:
+    present = gm.group_by(*_GPU).agg(
+        pl.len().cast(pl.Int64).alias("rows"),
+        pl.col("ts").n_unique().cast(pl.Int64).alias("minutes"),
+        pl.col("ts").min().alias("first_ts"),
+        pl.col("ts").max().alias("last_ts"),
+    )
+    by_state = states.group_by(*_GPU).agg(
+        (pl.col("state") == BUSY).sum().cast(pl.Int64).alias("busy_minutes"),
+        (pl.col("state") == IDLE).sum().cast(pl.Int64).alias("idle_minutes"),
+        (pl.col("state") == IDLE_HELD).sum().cast(pl.Int64).alias("idle_held_minutes"),
+    )
+    util = pl.coalesce(pl.col("gr_engine_active"), pl.col("gpu_util"))
+    free = (
+        gm.filter(pl.col("job_id").is_null() & util.is_not_null() & ~util.is_nan())
+        .unique([*_GPU, "ts"])
+        .group_by(*_GPU)
+        .agg(pl.len().cast(pl.Int64).alias("unallocated_minutes"))
+    )
+    out = present.join(by_state, on=list(_GPU), how="left").join(free, on=list(_GPU), how="left")
+    counts = ["busy_minutes", "idle_minutes", "idle_held_minutes", "unallocated_minutes"]
+    return conform(out.with_columns(pl.col(counts).fill_null(0)), GPUS)
+
+
+def _host_silences(gm: pl.DataFrame) -> pl.DataFrame:
+    runs = (
+        gm.select("cluster", "host", "ts").unique()
+        .sort("cluster", "host", "ts")
+        .with_columns(pl.col("ts").shift(1).over("cluster", "host").alias("prev"))
+        .filter((pl.col("ts") - pl.col("prev")) > pl.lit(MINUTE))
+        .with_columns(
+            (pl.col("prev") + pl.duration(minutes=1)).alias("gap_start"),
+            pl.col("ts").alias("gap_end"),
+            (((pl.col("ts") - pl.col("prev")) / MINUTE).cast(pl.Int64) - 1).alias("gap_minutes"),
+        )
+    )
+    longest = (
+        runs.sort(["gap_minutes", "gap_start"], descending=[True, False])
+        .group_by("cluster", "host", maintain_order=True)
+        .first()
+    )
+    return conform(longest, HOST_SILENCES)
+
+
+def _gaps(gm: pl.DataFrame) -> pl.DataFrame:
+    minutes = gm.select(*_GPU, "ts").unique().sort(*_GPU, "ts")
+    same = (
+        (pl.col("cluster") == pl.col("cluster").shift(1))
+        & (pl.col("host") == pl.col("host").shift(1))
+        & (pl.col("gpu") == pl.col("gpu").shift(1))
+    ).fill_null(False)
+    gaps = minutes.with_columns(pl.col("ts").shift(1).alias("prev")).filter(
+        same & ((pl.col("ts") - pl.col("prev")) > pl.lit(MINUTE))
+    )
+    return conform(
+        gaps.select(*_GPU, (pl.col("prev") + pl.duration(minutes=1)).alias("gap_start"), pl.col("ts").alias("gap_end")),
+        GAPS,
+    )

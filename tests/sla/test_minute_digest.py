@@ -1,0 +1,119 @@
+"""The minute digest: built a few hosts at a time it equals the digest of the whole month, and the
+evaluation from a digest equals the evaluation from the minutes themselves."""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Any
+
+import polars as pl
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+from polars.testing import assert_frame_equal
+
+from gpusteward.config.schema import IdleConfig
+from gpusteward.tables import GPU_MINUTES
+from sla.common import window_of
+from sla.minute_digest import MinuteDigest, digest_minutes, merge_digests, minute_digest
+from sla.month import evaluate_month
+from sla.outputs import MonthOutputs
+from tests.sla.builders import at, config, frame, inputs, job
+
+HOSTS = [("east", "h1"), ("east", "h2"), ("west", "h1"), ("west", "h3")]
+IDLE = IdleConfig(util_below=5.0, min_minutes=3, held_memory_mib=1024.0)
+
+
+@st.composite
+def fleets(draw: st.DrawFn) -> list[dict[str, Any]]:
+    """GPU-minutes of a few hosts: jobs moving across GPUs and hosts, gaps, both utilisation sources."""
+    rows: list[dict[str, Any]] = []
+    for cluster, host in HOSTS:
+        for gpu in range(draw(st.integers(0, 2))):
+            job_id = None
+            engine = draw(st.booleans())
+            for m in range(draw(st.integers(0, 40))):
+                if draw(st.integers(0, 9)) == 0:
+                    job_id = draw(st.sampled_from([None, "1", "2", "3"]))
+                if draw(st.integers(0, 11)) == 0:
+                    continue  # a missing minute
+                util = draw(st.sampled_from([0.0, 1.0, 4.9, 5.0, 60.0, 100.0, None, float("nan")]))
+                rows.append({
+                    "cluster": cluster, "host": host, "gpu": gpu, "ts": at(m), "job_id": job_id,
+                    "gpu_util": None if engine else util,
+                    "gr_engine_active": None if (not engine or util is None) else util / 100.0,
+                    "fb_used_mib": draw(st.sampled_from([None, 0.0, 2048.0])),
+                })
+    return rows
+
+
+def _sorted(frame_: pl.DataFrame) -> pl.DataFrame:
+    return frame_.sort(frame_.columns, nulls_last=True)
+
+
+def assert_same_digest(a: MinuteDigest, b: MinuteDigest) -> None:
+    for name in ("job_days", "gpus", "host_silences", "gaps", "idle_runs"):
+        assert_frame_equal(_sorted(getattr(a, name)), _sorted(getattr(b, name)), check_exact=False, rel_tol=1e-12)
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(rows=fleets(), split=st.lists(st.integers(0, 3), min_size=4, max_size=4))
+def test_a_digest_built_a_few_hosts_at_a_time_is_the_whole_one(rows: list[dict[str, Any]], split: list[int]) -> None:
+    minutes = frame(rows, GPU_MINUTES)
+    window = window_of(inputs(gpu_minutes=minutes))
+    whole = digest_minutes(minutes, window, IDLE)
+    parts = []
+    for part in set(split):
+        mine = [h for h, p in zip(HOSTS, split, strict=True) if p == part]
+        chunk = minutes.filter(pl.struct("cluster", "host").is_in([{"cluster": c, "host": h} for c, h in mine]))
+        parts.append(digest_minutes(chunk, window, IDLE))
+    assert_same_digest(merge_digests(parts, window, IDLE), whole)
+
+
+def _month_of(rows: list[dict[str, Any]], **kw: Any) -> Any:
+    jobs = [
+        job(1, start=0, end=30), job(2, partition="interactive", start=5, end=40),
+        job(3, partition="infer", start=0, end=None),
+    ]
+    return inputs(gpu_minutes=frame(rows, GPU_MINUTES), jobs=jobs, **kw)
+
+
+def assert_same_outputs(a: MonthOutputs, b: MonthOutputs) -> None:
+    for field in dataclasses.fields(MonthOutputs):
+        x, y = getattr(a, field.name), getattr(b, field.name)
+        if isinstance(x, pl.DataFrame):
+            assert_frame_equal(x, y, check_exact=False, rel_tol=1e-12)
+        else:
+            assert x == y
+
+
+@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(rows=fleets())
+def test_evaluating_from_a_digest_equals_evaluating_the_minutes(rows: list[dict[str, Any]]) -> None:
+    cfg = config("\n[idle]\nmin_minutes = 3\n")
+    raw = _month_of(rows)
+    per_host = [
+        digest_minutes(raw.gpu_minutes.filter((pl.col("cluster") == c) & (pl.col("host") == h)), window_of(raw),
+                       cfg.idle)
+        for c, h in HOSTS
+    ]
+    digested = dataclasses.replace(
+        raw, gpu_minutes=raw.gpu_minutes.clear(), minute_digest=merge_digests(per_host, window_of(raw), cfg.idle)
+    )
+    assert_same_outputs(evaluate_month(digested, cfg), evaluate_month(raw, cfg))
+
+
+def test_a_digest_of_other_idle_settings_is_refused() -> None:
+    raw = _month_of([])
+    digested = dataclasses.replace(raw, minute_digest=digest_minutes(raw.gpu_minutes, window_of(raw), IDLE))
+    with pytest.raises(ValueError, match="idle settings"):
+        minute_digest(digested, IdleConfig())
+    assert minute_digest(digested, None) is digested.minute_digest
+
+
+def test_digests_of_different_windows_do_not_merge() -> None:
+    raw = _month_of([])
+    window = window_of(raw)
+    other = dataclasses.replace(window, end=at(10))
+    with pytest.raises(ValueError, match="cannot be merged"):
+        merge_digests([digest_minutes(raw.gpu_minutes, other, IDLE)], window, IDLE)

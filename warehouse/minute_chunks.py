@@ -1,0 +1,73 @@
+"""A month's GPU-minutes a few whole hosts at a time, and the evaluation's digest built from them.
+
+The evaluation needs sums, gaps and idle runs, never the month's minutes at once
+(sla.minute_digest): reading them a chunk of hosts at a time bounds memory by the chunk, not the
+fleet. Hosts are taken in the order of their GPU keys and each chunk query also bounds the key,
+so a warehouse written a day file at a time (rows sorted by key within each day) lets DuckDB skip
+the row groups of other hosts.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from datetime import datetime
+
+import duckdb
+import polars as pl
+
+from gpusteward import tables
+from gpusteward.config.schema import IdleConfig
+from sla.common import Window
+from sla.minute_digest import MinuteDigest, digest_minutes, merge_digests
+from warehouse.sql import run
+
+CHUNK_ROWS = 4_000_000
+"""GPU-minutes per chunk: about 1 GiB at the digest's peak, a month of ~90 GPUs."""
+
+
+def host_chunks(con: duckdb.DuckDBPyConnection, lo: datetime, hi: datetime, chunk_rows: int) -> list[list[int]]:
+    """GPU keys of [lo, hi)'s rows, whole hosts per list, each list at most `chunk_rows` rows (or one host)."""
+    per_host = run(
+        con,
+        "SELECT list(m.gpu_key ORDER BY m.gpu_key), sum(m.n)::BIGINT FROM ("
+        "  SELECT gpu_key, count(*) AS n FROM gpu_minutes WHERE ts >= ? AND ts < ? GROUP BY gpu_key"
+        ") m JOIN gpus g USING (gpu_key) GROUP BY g.cluster, g.host ORDER BY min(m.gpu_key)",
+        [lo, hi],
+    )
+    chunks: list[list[int]] = []
+    rows = 0
+    for keys, n in per_host:
+        if not chunks or rows + int(n) > chunk_rows:
+            chunks.append([])
+            rows = 0
+        chunks[-1].extend(int(k) for k in keys)
+        rows += int(n)
+    return chunks
+
+
+def minute_chunks(
+    con: duckdb.DuckDBPyConnection, lo: datetime, hi: datetime, chunk_rows: int = CHUNK_ROWS
+) -> Iterator[pl.DataFrame]:
+    """GPU_MINUTES frames of [lo, hi), each holding every row of its hosts (uuid and model_name null)."""
+    for keys in host_chunks(con, lo, hi, chunk_rows):
+        con.register("_chunk_keys", pl.DataFrame({"gpu_key": keys}, schema={"gpu_key": pl.Int32}))
+        try:
+            frame = con.sql(
+                "SELECT g.cluster, g.host, g.gpu, NULL::VARCHAR AS uuid, NULL::VARCHAR AS model_name,"
+                " m.* EXCLUDE (gpu_key) FROM gpu_minutes m JOIN gpus g USING (gpu_key)"
+                " WHERE m.ts >= ? AND m.ts < ? AND m.gpu_key BETWEEN ? AND ?"
+                " AND m.gpu_key IN (SELECT gpu_key FROM _chunk_keys)"
+                " ORDER BY g.cluster, g.host, g.gpu, m.ts",
+                params=[lo, hi, min(keys), max(keys)],
+            ).pl()
+        finally:
+            con.unregister("_chunk_keys")
+        yield tables.conform(frame, tables.GPU_MINUTES)
+
+
+def month_digest(
+    con: duckdb.DuckDBPyConnection, window: Window, idle: IdleConfig, chunk_rows: int = CHUNK_ROWS
+) -> MinuteDigest:
+    """The evaluation's digest of the window's GPU-minutes, read a chunk of hosts at a time."""
+    parts = [digest_minutes(frame, window, idle) for frame in minute_chunks(con, window.start, window.end, chunk_rows)]
+    return merge_digests(parts, window, idle)
