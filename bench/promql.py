@@ -84,7 +84,7 @@ def _sums(frame: pl.DataFrame, keys: list[str], value: str) -> dict[Key, float]:
 
 
 def warehouse_answers(wh: Warehouse, config: Config) -> Answers:
-    inputs = wh.evaluation_inputs(MONTH)
+    inputs = wh.evaluation_inputs(MONTH, idle=config.idle)
     per_job = idle_by_job(inputs, config).with_columns(
         (pl.col("gpu_minutes") / 60.0).alias("gpu_hours"),
         ((pl.col("idle_minutes") + pl.col("idle_held_minutes")) / 60.0).alias("idle_hours"),
