@@ -3,9 +3,10 @@
 Simulates the default month (seed 7, 8 nodes, 2026-10) and imports it once into a temporary
 warehouse, then times the product's monthly path: read the month's inputs with its GPU-minutes
 digested (`Warehouse.evaluation_inputs(month, idle=...)`) and run `sla.month.evaluate_month`. Also
-times a bare scan of the month's GPU-minutes through the warehouse, and reports the evaluation as a
-multiple of it. `--quick` simulates 3 days instead of 31. bench/scale.py measures the same at
-1,000 and 10,000 GPUs.
+times a bare scan of the month's GPU-minutes through the warehouse (an aggregate DuckDB answers
+without handing rows out) and reading them out into frames as the review does (`read_out`), and
+reports the evaluation as a multiple of each. `--quick` simulates 3 days instead of 31.
+bench/scale.py measures the same at 1,000 and 10,000 GPUs.
 
 Set GPUSTEWARD_BENCH_DB to an existing warehouse holding 2026-10 (e.g. the demo's) to skip the
 simulate-and-import setup.
@@ -18,11 +19,14 @@ import tempfile
 import time
 from datetime import date
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from bench.harness import interleaved, timed
 from gpusteward.config import example_config_path, load_config
 from gpusteward.domain import Month
+
+if TYPE_CHECKING:
+    from warehouse import Warehouse
 
 MONTH = Month(2026, 10)
 
@@ -40,6 +44,15 @@ def _setup(work: Path, days: int) -> Path:
     return db
 
 
+def read_out(wh: Warehouse, month: Month) -> int:
+    """Read every GPU-minute of the month out of DuckDB into frames, as the review does (a chunk of
+    hosts at a time), with no logic: the floor of any evaluation that needs the rows themselves."""
+    from warehouse.minute_chunks import minute_chunks
+
+    lo, hi = month.start.replace(tzinfo=None), month.end.replace(tzinfo=None)
+    return sum(frame.height for frame in minute_chunks(wh.connection, lo, hi))
+
+
 def _measure(db: Path, runs: int) -> dict[str, Any]:
     from sla.month import evaluate_month
     from warehouse import open_warehouse
@@ -54,11 +67,11 @@ def _measure(db: Path, runs: int) -> dict[str, Any]:
         # Each round reads and digests the month again: the digest is kept with its inputs.
         timings = interleaved(
             {"evaluate": lambda: evaluate_month(wh.evaluation_inputs(MONTH, idle=config.idle), config),
-             "scan": lambda: scan_gpu_minutes(wh, MONTH)},
+             "scan": lambda: scan_gpu_minutes(wh, MONTH), "read_out": lambda: read_out(wh, MONTH)},
             runs=runs,
         )
         gpu_minutes = scan_gpu_minutes(wh, MONTH)
-    evaluate, scan = timings["evaluate"], timings["scan"]
+    evaluate, scan, rows_out = timings["evaluate"], timings["scan"], timings["read_out"]
     return {
         "month": str(MONTH),
         "gpu_minutes": gpu_minutes,
@@ -68,6 +81,8 @@ def _measure(db: Path, runs: int) -> dict[str, Any]:
         "evaluate_month": evaluate.as_dict(),
         "bare_scan": scan.as_dict(),
         "evaluate_over_scan": round(evaluate.median_s / scan.median_s, 1) if scan.median_s > 0 else None,
+        "read_out": rows_out.as_dict(),
+        "evaluate_over_read_out": round(evaluate.median_s / rows_out.median_s, 1),
         "results": outputs.results.height,
         "missed": int(outputs.results["met"].eq(False).sum()),
         "ledger_rows": outputs.ledger.height,

@@ -78,6 +78,7 @@ def _fan_out(src: str, dst: str, copies: int) -> dict[str, int]:
 
 def _review(db: str, runs: int, copies: int) -> dict[str, Any]:
     from bench._fanout import config_for_copies
+    from bench.review import read_out
     from gpusteward.config import example_config_path, load_config
     from gpusteward.domain import Month
     from sla.month import evaluate_month
@@ -86,7 +87,7 @@ def _review(db: str, runs: int, copies: int) -> dict[str, Any]:
 
     config = config_for_copies(load_config(example_config_path()), copies)
     month = Month(START.year, START.month)
-    read, evaluate, scan = [], [], []
+    read, evaluate, scan, rows_out = [], [], [], []
     with open_warehouse(Path(db), read_only=True) as wh:
         for _ in range(runs):
             started = time.perf_counter()
@@ -98,6 +99,9 @@ def _review(db: str, runs: int, copies: int) -> dict[str, Any]:
             started = time.perf_counter()
             rows = scan_gpu_minutes(wh, month)
             scan.append(time.perf_counter() - started)
+            started = time.perf_counter()
+            read_out(wh, month)
+            rows_out.append(time.perf_counter() - started)
     digest = inputs.minute_digest
     total = [r + e for r, e in zip(read, evaluate, strict=True)]
     return {
@@ -109,6 +113,8 @@ def _review(db: str, runs: int, copies: int) -> dict[str, Any]:
         "review_s": _spread(total),
         "bare_scan_s": _spread(scan),
         "review_over_bare_scan": round(statistics.median(total) / statistics.median(scan), 1),
+        "read_out_s": _spread(rows_out),
+        "review_over_read_out": round(statistics.median(total) / statistics.median(rows_out), 1),
         "results": outputs.results.height,
     }
 

@@ -28,7 +28,7 @@ import polars as pl
 from gpusteward.config.schema import IdleConfig
 from gpusteward.tables import GPU_MINUTES, TS, conform, schema
 from sla.common import MINUTE, Window, window_of
-from sla.idle_states import BUSY, IDLE, IDLE_HELD, idle_runs_of, minute_states
+from sla.idle_states import BUSY, IDLE, IDLE_HELD, idle_runs_of, in_gpu_order, same_gpu, states_in_gpu_order
 from sla.inputs import EvaluationInputs
 
 _GPU = ("cluster", "host", "gpu")
@@ -81,15 +81,19 @@ def utilisation() -> pl.Expr:
 
 def digest_minutes(gpu_minutes: pl.DataFrame, window: Window, idle: IdleConfig) -> MinuteDigest:
     """The digest of GPU-minutes that hold every row of their hosts in `window` (rows outside it are left out)."""
-    gm = conform(gpu_minutes, GPU_MINUTES).filter(pl.col("ts").is_between(window.start, window.end, closed="left"))
-    states = minute_states(gm, idle)
+    gm = in_gpu_order(
+        conform(gpu_minutes, GPU_MINUTES).filter(pl.col("ts").is_between(window.start, window.end, closed="left"))
+    )
+    states = states_in_gpu_order(gm, idle)
+    gm = gm.with_columns((same_gpu() & (pl.col("ts") == pl.col("ts").shift(1))).alias("_repeat"))
+    distinct = gm.filter(~pl.col("_repeat")).select(*_GPU, "ts")  # still in GPU order
     return MinuteDigest(
         window=window,
         idle=idle,
         job_days=_job_days(gm, states),
         gpus=_gpus(gm, states),
-        host_silences=_host_silences(gm),
-        gaps=_gaps(gm),
+        host_silences=_host_silences(distinct, window),
+        gaps=_gaps(distinct),
         idle_runs=conform(idle_runs_of(states), IDLE_RUNS),
     )
 
@@ -162,58 +166,57 @@ def _job_days(gm: pl.DataFrame, states: pl.DataFrame) -> pl.DataFrame:
 
 
 def _gpus(gm: pl.DataFrame, states: pl.DataFrame) -> pl.DataFrame:
+    util = pl.coalesce(pl.col("gr_engine_active"), pl.col("gpu_util"))
+    first = ~pl.col("_repeat")
     present = gm.group_by(*_GPU).agg(
         pl.len().cast(pl.Int64).alias("rows"),
-        pl.col("ts").n_unique().cast(pl.Int64).alias("minutes"),
+        first.sum().cast(pl.Int64).alias("minutes"),
         pl.col("ts").min().alias("first_ts"),
         pl.col("ts").max().alias("last_ts"),
+        (first & pl.col("job_id").is_null() & util.is_not_null() & ~util.is_nan())
+        .sum().cast(pl.Int64).alias("unallocated_minutes"),
     )
     by_state = states.group_by(*_GPU).agg(
         (pl.col("state") == BUSY).sum().cast(pl.Int64).alias("busy_minutes"),
         (pl.col("state") == IDLE).sum().cast(pl.Int64).alias("idle_minutes"),
         (pl.col("state") == IDLE_HELD).sum().cast(pl.Int64).alias("idle_held_minutes"),
     )
-    util = pl.coalesce(pl.col("gr_engine_active"), pl.col("gpu_util"))
-    free = (
-        gm.filter(pl.col("job_id").is_null() & util.is_not_null() & ~util.is_nan())
-        .unique([*_GPU, "ts"])
-        .group_by(*_GPU)
-        .agg(pl.len().cast(pl.Int64).alias("unallocated_minutes"))
-    )
-    out = present.join(by_state, on=list(_GPU), how="left").join(free, on=list(_GPU), how="left")
-    counts = ["busy_minutes", "idle_minutes", "idle_held_minutes", "unallocated_minutes"]
+    out = present.join(by_state, on=list(_GPU), how="left")
+    counts = ["busy_minutes", "idle_minutes", "idle_held_minutes"]
     return conform(out.with_columns(pl.col(counts).fill_null(0)), GPUS)
 
 
-def _host_silences(gm: pl.DataFrame) -> pl.DataFrame:
-    runs = (
-        gm.select("cluster", "host", "ts").unique()
-        .sort("cluster", "host", "ts")
-        .with_columns(pl.col("ts").shift(1).over("cluster", "host").alias("prev"))
-        .filter((pl.col("ts") - pl.col("prev")) > pl.lit(MINUTE))
-        .with_columns(
-            (pl.col("prev") + pl.duration(minutes=1)).alias("gap_start"),
-            pl.col("ts").alias("gap_end"),
-            (((pl.col("ts") - pl.col("prev")) / MINUTE).cast(pl.Int64) - 1).alias("gap_minutes"),
-        )
+def _host_silences(distinct: pl.DataFrame, window: Window) -> pl.DataFrame:
+    # Each host's reporting minutes as (host hash, minute number): sorting two integer columns is
+    # far cheaper than sorting the host's names with the times. A hash collision could only hide
+    # a silence.
+    hosts = distinct.select("cluster", "host", pl.struct("cluster", "host").hash(seed=0).alias("_host"))
+    minutes = (
+        pl.DataFrame({"_host": hosts["_host"], "_m": ((distinct["ts"] - window.start) / MINUTE).cast(pl.Int64)})
+        .unique()
+        .sort("_host", "_m")
+    )
+    runs = minutes.with_columns(
+        (pl.col("_m") - pl.col("_m").shift(1)).alias("_step"),
+        (pl.col("_host") == pl.col("_host").shift(1)).alias("_same"),
+    ).filter(pl.col("_same") & (pl.col("_step") > 1)).select(
+        "_host",
+        (pl.lit(window.start) + pl.duration(minutes=pl.col("_m") - pl.col("_step") + 1)).alias("gap_start"),
+        (pl.lit(window.start) + pl.duration(minutes=pl.col("_m"))).alias("gap_end"),
+        (pl.col("_step") - 1).alias("gap_minutes"),
     )
     longest = (
         runs.sort(["gap_minutes", "gap_start"], descending=[True, False])
-        .group_by("cluster", "host", maintain_order=True)
+        .group_by("_host", maintain_order=True)
         .first()
+        .join(hosts.unique(subset="_host"), on="_host")
     )
     return conform(longest, HOST_SILENCES)
 
 
-def _gaps(gm: pl.DataFrame) -> pl.DataFrame:
-    minutes = gm.select(*_GPU, "ts").unique().sort(*_GPU, "ts")
-    same = (
-        (pl.col("cluster") == pl.col("cluster").shift(1))
-        & (pl.col("host") == pl.col("host").shift(1))
-        & (pl.col("gpu") == pl.col("gpu").shift(1))
-    ).fill_null(False)
-    gaps = minutes.with_columns(pl.col("ts").shift(1).alias("prev")).filter(
-        same & ((pl.col("ts") - pl.col("prev")) > pl.lit(MINUTE))
+def _gaps(distinct: pl.DataFrame) -> pl.DataFrame:
+    gaps = distinct.with_columns(pl.col("ts").shift(1).alias("prev")).filter(
+        same_gpu() & ((pl.col("ts") - pl.col("prev")) > pl.lit(MINUTE))
     )
     return conform(
         gaps.select(*_GPU, (pl.col("prev") + pl.duration(minutes=1)).alias("gap_start"), pl.col("ts").alias("gap_end")),

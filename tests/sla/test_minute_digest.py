@@ -4,6 +4,8 @@ evaluation from a digest equals the evaluation from the minutes themselves."""
 from __future__ import annotations
 
 import dataclasses
+import itertools
+from datetime import timedelta
 from typing import Any
 
 import polars as pl
@@ -117,3 +119,39 @@ def test_digests_of_different_windows_do_not_merge() -> None:
     other = dataclasses.replace(window, end=at(10))
     with pytest.raises(ValueError, match="cannot be merged"):
         merge_digests([digest_minutes(raw.gpu_minutes, other, IDLE)], window, IDLE)
+
+
+def _reference_silences(rows: list[dict[str, Any]]) -> dict[tuple[str, str], tuple[Any, Any, int]]:
+    """Longest run of minutes no GPU of a host reported, by a plain walk over each host's minutes."""
+    by_host: dict[tuple[str, str], set[Any]] = {}
+    for r in rows:
+        by_host.setdefault((r["cluster"], r["host"]), set()).add(r["ts"])
+    out = {}
+    for host, stamps in by_host.items():
+        ordered = sorted(stamps)
+        best = None
+        for prev, ts in itertools.pairwise(ordered):
+            missing = int((ts - prev).total_seconds() // 60) - 1
+            if missing > 0 and (best is None or missing > best[2]):
+                best = (prev + timedelta(minutes=1), ts, missing)
+        if best is not None:
+            out[host] = best
+    return out
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(rows=fleets())
+def test_host_silences_and_gpu_counts_match_a_plain_walk(rows: list[dict[str, Any]]) -> None:
+    minutes = frame(rows, GPU_MINUTES)
+    digest = digest_minutes(minutes, window_of(inputs(gpu_minutes=minutes)), IDLE)
+    found = {(r["cluster"], r["host"]): (r["gap_start"], r["gap_end"], r["gap_minutes"])
+             for r in digest.host_silences.iter_rows(named=True)}
+    assert found == _reference_silences(rows)
+    per_gpu: dict[tuple[str, str, int], list[Any]] = {}
+    for r in rows:
+        per_gpu.setdefault((r["cluster"], r["host"], r["gpu"]), []).append(r["ts"])
+    counted = {(r["cluster"], r["host"], r["gpu"]): (r["rows"], r["first_ts"], r["last_ts"])
+               for r in digest.gpus.iter_rows(named=True)}
+    assert counted == {k: (len(v), min(v), max(v)) for k, v in per_gpu.items()}
+    gaps = sum(1 for v in per_gpu.values() for a, b in itertools.pairwise(sorted(v)) if b - a > timedelta(minutes=1))
+    assert digest.gaps.height == gaps
