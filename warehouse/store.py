@@ -284,6 +284,8 @@ def open_warehouse(
         Path(p).parent.mkdir(parents=True, exist_ok=True)
     con = duckdb.connect(p, read_only=read_only, config=config)
     try:
+        # A long query would draw a progress bar on stderr, which is the service's log.
+        run(con, "SET enable_progress_bar = false")
         if not read_only:
             migrate(con)
         yield Warehouse(con, p, read_only=read_only)

@@ -151,3 +151,9 @@ def test_daily_usage_and_failures_round_trip(wh: Warehouse) -> None:
     back = wh.month_outputs(month)
     assert back.daily_usage.equals(daily)
     assert back.failures.equals(failures)
+
+
+def test_long_queries_draw_no_progress_bar_on_the_log(db_path: Path) -> None:
+    for read_only in (False, True):
+        with open_warehouse(db_path, read_only=read_only) as wh:
+            assert wh.query("SELECT current_setting('enable_progress_bar') AS on").item() is False
