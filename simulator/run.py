@@ -7,6 +7,7 @@ depends only on its own inputs, so the bytes are the same with or without worker
 
 from __future__ import annotations
 
+import functools
 import multiprocessing
 from collections import deque
 from collections.abc import Callable
@@ -16,27 +17,49 @@ from datetime import date
 from pathlib import Path
 
 from simulator import measure
-from simulator.fleet import Fleet, build_fleet
+from simulator.fleet import Cluster, Fleet, build_fleet
 from simulator.inference import ReplicaSeries, place_replicas, simulate_services
+from simulator.jobs import Run
 from simulator.manifest import ClusterInfo, Manifest
 from simulator.plan import DAY_S, Plan, make_plan
 from simulator.problems import World, incidents, planted_problems
 from simulator.scheduler import schedule
 from simulator.telemetry import DayValues, TelemetryModel
 from simulator.workload import batch_cap, cluster_jobs, first_job_id
-from simulator.write_openmetrics import DcgmLabels, Gzip, dcgm_labels, render_dcgm, render_vllm
-from simulator.write_slurm import assoc_name, assoc_snapshot, month_bounds, months_touched, sacct_json
+from simulator.write_openmetrics import DcgmLabels, Gzip, dcgm_labels, render_vllm, stream_dcgm
+from simulator.write_slurm import assoc_name, assoc_snapshot, month_bounds, months_touched, sacct_pieces
 
 Progress = Callable[[str, int, int], None]
 WORKERS = 2
-MAX_IN_FLIGHT = 4
+# Each queued cluster-day holds its values (~350 MB for 5,000 GPUs) in this process until a worker
+# takes it: one per worker is enough to keep them busy.
+MAX_IN_FLIGHT = WORKERS
+SACCT_PIECE = 1 << 20  # characters of sacct JSON compressed at a time
 PARALLEL_MIN_GPU_DAYS = 200  # below this, starting worker processes costs more than it saves
 
 
 def write_dcgm(path: str, day: DayValues, labels: DcgmLabels) -> int:
-    data = render_dcgm(day, labels)
-    Path(path).write_bytes(data)
-    return len(data)
+    """Compressed piece by piece straight into the file: a large fleet's day is gigabytes of text."""
+    with Path(path).open("wb") as f:
+        out = Gzip(f)
+        stream_dcgm(day, labels, out)
+        out.close()
+    return out.size
+
+
+def write_sacct(path: Path, runs: list[Run], cluster: Cluster, span: tuple[int, int], as_of_s: int) -> None:
+    with path.open("wb") as f:
+        out = Gzip(f)
+        buf: list[str] = []
+        size = 0
+        for piece in sacct_pieces(runs, cluster, *span, as_of_s):
+            buf.append(piece)
+            size += len(piece)
+            if size >= SACCT_PIECE:
+                out.write("".join(buf))
+                buf, size = [], 0
+        out.write("".join(buf))
+        out.close()
 
 
 def write_vllm(path: str, series: list[ReplicaSeries], cluster: str, t0: int, t1: int) -> int:
@@ -95,22 +118,22 @@ def simulate(  # noqa: PLR0917 - the CLI's interface, positional as documented
     report("schedule", len(fleet.clusters), len(fleet.clusters))
 
     files: list[str] = []
+    # sacct files are written while the workers compress telemetry (this process would only wait).
+    side: list[Callable[[], None]] = []
     for c in fleet.clusters:
         folder = out_dir / "slurm" / c.name
         folder.mkdir(parents=True, exist_ok=True)
         for year, month in months_touched(start, days):
             lo, hi = month_bounds(year, month)
-            text = sacct_json(world.runs[c.name], c, max(lo, plan.start_s), min(hi, plan.end_s), plan.end_s)
             name = f"sacct-{year:04d}-{month:02d}.json.gz"
-            gz = Gzip()
-            gz.write(text)
-            (folder / name).write_bytes(gz.close())
+            span = (max(lo, plan.start_s), min(hi, plan.end_s))
+            side.append(functools.partial(write_sacct, folder / name, world.runs[c.name], c, span, plan.end_s))
             files.append(f"slurm/{c.name}/{name}")
         for t in (plan.start_s, plan.end_s):
             (folder / assoc_name(t)).write_text(assoc_snapshot(c), encoding="utf-8")
             files.append(f"slurm/{c.name}/{assoc_name(t)}")
 
-    idle = _write_telemetry(out_dir, fleet, plan, world, files=files, report=report)
+    idle = _write_telemetry(out_dir, fleet, plan, world, files=files, report=report, side=side)
     manifest = Manifest(
         seed=seed,
         start=start.isoformat(),
@@ -138,9 +161,17 @@ def _remove_stale(out_dir: Path, written: set[str]) -> None:
 
 
 def _write_telemetry(
-    out_dir: Path, fleet: Fleet, plan: Plan, world: World, *, files: list[str], report: Progress
+    out_dir: Path,
+    fleet: Fleet,
+    plan: Plan,
+    world: World,
+    *,
+    files: list[str],
+    report: Progress,
+    side: list[Callable[[], None]],
 ) -> dict[str, float]:
-    """DCGM and vLLM files, day by day; returns idle-held interactive GPU-minutes per team."""
+    """DCGM and vLLM files, day by day, and the `side` work whenever this process would wait for
+    the workers; returns idle-held interactive GPU-minutes per team."""
     models = {
         c.name: TelemetryModel(c, world.runs[c.name], world.series[c.name], plan, i)
         for i, c in enumerate(fleet.clusters)
@@ -182,9 +213,14 @@ def _write_telemetry(
                     else:
                         in_flight.append(pool.submit(fn, *args))
                 while len(in_flight) > MAX_IN_FLIGHT:
+                    if side:
+                        side.pop(0)()
+                        continue
                     in_flight.popleft().result()
                 done += 1
                 report("telemetry", done, total)
+        while side:
+            side.pop(0)()
         while in_flight:
             in_flight.popleft().result()
     finally:

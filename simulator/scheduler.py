@@ -21,13 +21,16 @@ from collections.abc import Iterable
 from dataclasses import replace
 
 from simulator.fleet import (
+    ACCOUNT_GPU_FRACTION,
     AGE_PRIORITY_MAX,
     AGE_PRIORITY_PER_HOUR,
     GPUS_PER_NODE,
     PARTITION_PRIORITY,
+    PARTITIONS,
     QOS_PRIORITY,
     Cluster,
 )
+from simulator.hosts import Hosts
 from simulator.jobs import Filler, JobSpec, Run
 from simulator.plan import NodeFailure
 
@@ -52,19 +55,20 @@ class Scheduler:
     def __init__(self, cluster: Cluster, until_s: int, first_id: int, batch_cap: int | None) -> None:
         self.cluster = cluster
         self.until_s = until_s
-        n = len(cluster.hosts)
-        self.free: list[list[int]] = [list(range(GPUS_PER_NODE)) for _ in range(n)]
-        self.on_host: list[list[Run]] = [[] for _ in range(n)]
-        self.down: set[int] = set()
+        self.hosts = Hosts(len(cluster.hosts))
         self.used: dict[str, int] = {}
+        self.limit = {a: cluster.account_limit(a) for a in ACCOUNT_GPU_FRACTION}
         # Partition QOS GrpTRES: the batch-like partitions together leave `headroom` GPUs to notebooks.
         self.batch_cap = batch_cap
         self.batch_held = 0
-        self.pending: list[Run] = []
+        self.pending: dict[int, Run] = {}  # by id(run): insertion-ordered, O(1) removal
+        self.preempting = 0  # pending runs that may preempt: a pass may act even with no GPU free
         self.runs: list[Run] = []
         self._heap: list[tuple[int, int, int, object]] = []
         self._seq = itertools.count()
         self._ids = itertools.count(first_id)
+        self._part_hosts = {p: cluster.partition_hosts(p) for p in PARTITIONS}
+        self._part_set = {p: frozenset(h) for p, h in self._part_hosts.items()}
 
     def push(self, t: int, kind: int, payload: object) -> None:
         heapq.heappush(self._heap, (t, kind, next(self._seq), payload))
@@ -93,7 +97,7 @@ class Scheduler:
             self._pass(t)
             for filler in grabs:
                 self._grab(filler, t)
-        for r in self.pending:
+        for r in self.pending.values():
             r.priority = priority(r, self.until_s)
         return self.runs
 
@@ -110,23 +114,23 @@ class Scheduler:
                 self._finish(payload, t, payload.spec.final_state)
         elif kind == _FAIL:
             assert isinstance(payload, NodeFailure)
-            for victim in list(self.on_host[payload.host]):
+            for victim in list(self.hosts.on_host[payload.host]):
                 self._finish(victim, t, "NODE_FAIL")
-            self.down.add(payload.host)
+            self.hosts.set_down(payload.host)
             self.push(t + payload.down_s, _UP, payload.host)
         elif kind == _UP:
             assert isinstance(payload, int)
-            self.down.discard(payload)
+            self.hosts.set_up(payload)
 
     def _grab(self, filler: Filler, t: int) -> None:
         """Start one filler job on every GPU still idle after the pass (never queued, never waiting)."""
         spec = filler.template
         n = 0
-        for h in self.cluster.partition_hosts(spec.partition):
-            if h in self.down:
+        for h in self._part_hosts[spec.partition]:
+            if h in self.hosts.down:
                 continue
-            for g in sorted(self.free[h]):
-                left = self.cluster.account_limit(spec.account) - self.used.get(spec.account, 0)
+            for g in sorted(self.hosts.free[h]):
+                left = self.limit[spec.account] - self.used.get(spec.account, 0)
                 if left < 1:
                     return
                 hold = max(60, filler.hold_until_s - t + 37 * (n % 11))
@@ -138,15 +142,14 @@ class Scheduler:
 
     def _enqueue(self, run: Run) -> None:
         self.runs.append(run)
-        self.pending.append(run)
+        self.pending[id(run)] = run
+        if run.spec.preempts:
+            self.preempting += 1
 
     def _finish(self, run: Run, t: int, state: str) -> None:
         run.end_s = t
         run.state = state
-        for h in run.hosts:
-            self.on_host[h].remove(run)
-        for slot in run.slots:
-            self.free[slot // GPUS_PER_NODE].append(slot % GPUS_PER_NODE)
+        self.hosts.give_back(run)
         self.used[run.spec.account] -= run.spec.gpus
         if _capped(run.spec):
             self.batch_held -= run.spec.gpus
@@ -160,16 +163,15 @@ class Scheduler:
         run.priority = priority(run, t)
         run.slots = tuple(sorted(slots))
         run.hosts = tuple(sorted({s // GPUS_PER_NODE for s in slots}))
-        for s in slots:
-            self.free[s // GPUS_PER_NODE].remove(s % GPUS_PER_NODE)
-        for h in run.hosts:
-            self.on_host[h].append(run)
+        self.hosts.take(run, slots)
         self.used[run.spec.account] = self.used.get(run.spec.account, 0) + run.spec.gpus
         if _capped(run.spec):
             self.batch_held += run.spec.gpus
         run.planned_end_s = t + max(1, run.remaining_s)
         self.push(run.planned_end_s, _END, run)
-        self.pending.remove(run)
+        del self.pending[id(run)]
+        if run.spec.preempts:
+            self.preempting -= 1
 
     def _preempt(self, victim: Run, t: int) -> None:
         self._finish(victim, t, "PREEMPTED")
@@ -184,104 +186,185 @@ class Scheduler:
             remaining = victim.spec.run_s
         self.push(t, _REQUEUE, Run(victim.spec, victim.job_id, victim.attempt + 1, t, max(60, remaining)))
 
-    def _fit(self, gpus: int, hosts: list[int]) -> list[int] | None:
-        if gpus <= GPUS_PER_NODE:
-            fitting = [h for h in hosts if len(self.free[h]) >= gpus]
-            if not fitting:
-                return None
-            best = min(fitting, key=lambda h: (len(self.free[h]), h))
-            return [best * GPUS_PER_NODE + g for g in sorted(self.free[best])[:gpus]]
-        whole = [h for h in hosts if len(self.free[h]) == GPUS_PER_NODE]
-        need = gpus // GPUS_PER_NODE
-        if len(whole) < need:
-            return None
-        return [h * GPUS_PER_NODE + g for h in whole[:need] for g in range(GPUS_PER_NODE)]
-
-    def _victims(self, run: Run, hosts: list[int]) -> tuple[int, list[Run]] | None:
-        best: tuple[int, int, list[Run]] | None = None
-        for h in hosts:
-            short = run.spec.gpus - len(self.free[h])
-            candidates = sorted(
-                (r for r in self.on_host[h] if r.spec.qos in run.spec.preempts and len(r.hosts) == 1),
-                key=lambda r: (-(r.start_s or 0), -r.job_id),
-            )
-            chosen: list[Run] = []
-            for c in candidates:
-                if short <= 0:
-                    break
-                chosen.append(c)
-                short -= c.spec.gpus
-            if short > 0:
-                continue
-            cost = sum(c.spec.gpus for c in chosen)
-            if best is None or cost < best[0]:
-                best = (cost, h, chosen)
-        return None if best is None else (best[1], best[2])
-
-    def _reservation(self, h: int, need: int, t: int) -> tuple[int, int]:
-        """(when, GPUs free then) for `need` GPUs on host h, if every run there lasts to its limit."""
-        have = len(self.free[h])
-        when = t
-        for r in sorted(self.on_host[h], key=lambda r: (r.start_s or 0) + r.spec.limit_min * 60):
-            end = (r.start_s or 0) + r.spec.limit_min * 60
-            if have >= need and end > when:
-                break
-            have += sum(1 for s in r.slots if s // GPUS_PER_NODE == h)
-            when = max(when, end)
-        return when, have
-
     def _pass(self, t: int) -> None:
         if not self.pending:
             return
-        if not any(self.free[h] for h in range(len(self.free)) if h not in self.down) and not any(
-            r.spec.preempts for r in self.pending
-        ):
+        if not self.hosts.free_up() and not self.preempting:
             return
-        order = sorted(self.pending, key=lambda r: (-priority(r, t), r.submit_s, r.job_id))
+        order = sorted(self.pending.values(), key=lambda r: (-priority(r, t), r.submit_s, r.job_id))
+        PassState(self, t).walk(order)
+
+
+class PassState:
+    """One scheduling pass at time t: jobs in priority order, with the reservations made so far.
+
+    The decisions are those of the plain policy (module docstring); the host buckets only let each
+    question skip hosts that cannot qualify, and answers that failed are kept while nothing changed.
+    """
+
+    def __init__(self, sched: Scheduler, t: int) -> None:
+        self.s = sched
+        self.t = t
         # host -> [reserved from, GPUs that will be free then beyond what the reservation needs]
-        reserved: dict[int, list[int]] = {}
+        self.reserved: dict[int, list[int]] = {}
+        self.no_victims: set[tuple[int, frozenset[str], str]] = set()
+        self.no_victims_at = -1  # hosts.version the failed answers hold for
+
+    def walk(self, order: list[Run]) -> None:
+        s, t, reserved = self.s, self.t, self.reserved
         blocked = False
         for run in order:
             spec = run.spec
-            if spec.qos != "inference" and self.used.get(spec.account, 0) + spec.gpus > self.cluster.account_limit(
-                spec.account
-            ):
+            if spec.qos != "inference" and s.used.get(spec.account, 0) + spec.gpus > s.limit[spec.account]:
                 run.reason = "AssocGrpGRES"
                 continue
-            if self.batch_cap is not None and _capped(spec) and self.batch_held + spec.gpus > self.batch_cap:
+            if s.batch_cap is not None and _capped(spec) and s.batch_held + spec.gpus > s.batch_cap:
                 run.reason = "QOSGrpGRES"
                 continue
-            pinned = spec.nodelist if spec.nodelist is not None else self.cluster.partition_hosts(spec.partition)
-            allowed = [h for h in pinned if h not in self.down]
             ends = t + spec.limit_min * 60
-            usable = [h for h in allowed if h not in reserved or ends <= reserved[h][0] or reserved[h][1] >= spec.gpus]
-            slots = self._fit(spec.gpus, usable) if usable else None
-            if slots is None and spec.preempts and spec.gpus <= GPUS_PER_NODE:
-                found = self._victims(run, [h for h in allowed if h not in reserved])
-                if found is not None:
-                    host, victims = found
-                    for v in victims:
-                        self._preempt(v, t)
-                    slots = [host * GPUS_PER_NODE + g for g in sorted(self.free[host])[: spec.gpus]]
+            if spec.nodelist is not None:
+                slots = self._pinned(run, ends)
+            else:
+                slots = self._fit(spec.gpus, s._part_set[spec.partition], ends)
+                if slots is None and spec.preempts and spec.gpus <= GPUS_PER_NODE:
+                    slots = self._preempt_for(run)
             if slots is not None:
-                for h in {s // GPUS_PER_NODE for s in slots}:
+                for h in {x // GPUS_PER_NODE for x in slots}:
                     if h in reserved and ends > reserved[h][0]:
-                        reserved[h][1] -= sum(1 for s in slots if s // GPUS_PER_NODE == h)
-                self._start(run, t, slots)
+                        reserved[h][1] -= sum(1 for x in slots if x // GPUS_PER_NODE == h)
+                s._start(run, t, slots)
                 continue
             run.reason = "Priority" if blocked else "Resources"
             if (blocked and spec.nodelist is None) or priority(run, t) < RESERVE_MIN_PRIORITY:
                 continue  # only the top blocked job reserves; low QOS never does (bf_min_prio_reserve)
             blocked = True
-            open_hosts = [h for h in allowed if h not in reserved]
-            if not open_hosts:
-                continue
-            need = min(spec.gpus, GPUS_PER_NODE)
-            ranked = sorted((*self._reservation(h, need, t), h) for h in open_hosts)
-            chosen = ranked[: max(1, spec.gpus // GPUS_PER_NODE)]
-            at = max(w for w, _, _ in chosen)
-            for _, have, h in chosen:
-                reserved[h] = [at, have - need]
+            self._reserve(spec)
+
+    def _allowed(self, spec: JobSpec) -> list[int]:
+        pinned = spec.nodelist if spec.nodelist is not None else self.s._part_hosts[spec.partition]
+        return [h for h in pinned if h not in self.s.hosts.down]
+
+    def _usable(self, h: int, gpus: int, ends: int) -> bool:
+        r = self.reserved.get(h)
+        return r is None or ends <= r[0] or r[1] >= gpus
+
+    def _fit(self, gpus: int, pinned: frozenset[int], ends: int) -> list[int] | None:
+        """Best fit: the usable host with the fewest free GPUs that are enough (then the lowest
+        index); 8-GPU multiples take the lowest-index whole usable hosts."""
+        hosts = self.s.hosts
+        if gpus <= GPUS_PER_NODE:
+            for k in range(gpus, GPUS_PER_NODE + 1):
+                for h in hosts.bucket[k]:
+                    if h in pinned and self._usable(h, gpus, ends):
+                        return [h * GPUS_PER_NODE + g for g in sorted(hosts.free[h])[:gpus]]
+            return None
+        need = gpus // GPUS_PER_NODE
+        whole = []
+        for h in hosts.bucket[GPUS_PER_NODE]:
+            if h in pinned and self._usable(h, gpus, ends):
+                whole.append(h)
+                if len(whole) == need:
+                    return [x * GPUS_PER_NODE + g for x in whole for g in range(GPUS_PER_NODE)]
+        return None
+
+    def _pinned(self, run: Run, ends: int) -> list[int] | None:
+        """A job pinned to a node list (few hosts, in the list's order): the plain policy."""
+        spec, hosts = run.spec, self.s.hosts
+        allowed = self._allowed(spec)
+        usable = [h for h in allowed if self._usable(h, spec.gpus, ends)]
+        slots = None
+        if spec.gpus <= GPUS_PER_NODE:
+            fitting = [h for h in usable if len(hosts.free[h]) >= spec.gpus]
+            if fitting:
+                best = min(fitting, key=lambda h: (len(hosts.free[h]), h))
+                slots = [best * GPUS_PER_NODE + g for g in sorted(hosts.free[best])[: spec.gpus]]
+        else:
+            whole = [h for h in usable if len(hosts.free[h]) == GPUS_PER_NODE]
+            need = spec.gpus // GPUS_PER_NODE
+            if len(whole) >= need:
+                slots = [h * GPUS_PER_NODE + g for h in whole[:need] for g in range(GPUS_PER_NODE)]
+        if slots is None and spec.preempts and spec.gpus <= GPUS_PER_NODE:
+            found = self._victims(run, [h for h in allowed if h not in self.reserved])
+            slots = self._take_victims(run, found)
+        return slots
+
+    def _victims_cost(self, run: Run, h: int) -> tuple[int, list[Run]] | None:
+        hosts = self.s.hosts
+        short = run.spec.gpus - len(hosts.free[h])
+        if short > hosts.soft_gpus(h, run.spec.preempts):
+            return None
+        candidates = sorted(
+            (r for r in hosts.on_host[h] if r.spec.qos in run.spec.preempts and len(r.hosts) == 1),
+            key=lambda r: (-(r.start_s or 0), -r.job_id),
+        )
+        chosen: list[Run] = []
+        for c in candidates:
+            if short <= 0:
+                break
+            chosen.append(c)
+            short -= c.spec.gpus
+        return sum(c.spec.gpus for c in chosen), chosen
+
+    def _victims(self, run: Run, hosts: list[int]) -> tuple[int, list[Run]] | None:
+        best: tuple[int, int, list[Run]] | None = None
+        for h in hosts:
+            found = self._victims_cost(run, h)
+            if found is not None and (best is None or found[0] < best[0]):
+                best = (found[0], h, found[1])
+        return None if best is None else (best[1], best[2])
+
+    def _preempt_for(self, run: Run) -> list[int] | None:
+        """The cheapest host to free by preemption (fewest GPUs preempted, then the lowest index).
+
+        Only called after best fit failed, so every candidate has fewer than `gpus` free and costs
+        at least `gpus - free`: hosts are visited by free count, most first, and the walk stops
+        once that bound exceeds the best cost found.
+        """
+        spec, hosts = run.spec, self.s.hosts
+        key = (spec.gpus, spec.preempts, spec.partition)
+        if self.no_victims_at != hosts.version:
+            self.no_victims.clear()
+            self.no_victims_at = hosts.version
+        if key in self.no_victims:
+            return None
+        pinned = self.s._part_set[spec.partition]
+        best: tuple[int, int, list[Run]] | None = None
+        for k in range(spec.gpus - 1, -1, -1):
+            if best is not None and spec.gpus - k > best[0]:
+                break
+            for h in hosts.bucket[k]:
+                if h not in pinned or h in self.reserved:
+                    continue
+                found = self._victims_cost(run, h)
+                if found is not None and (best is None or (found[0], h) < (best[0], best[1])):
+                    best = (found[0], h, found[1])
+        if best is None:
+            self.no_victims.add(key)
+            return None
+        return self._take_victims(run, (best[1], best[2]))
+
+    def _take_victims(self, run: Run, found: tuple[int, list[Run]] | None) -> list[int] | None:
+        if found is None:
+            return None
+        host, victims = found
+        for v in victims:
+            self.s._preempt(v, self.t)
+        return [host * GPUS_PER_NODE + g for g in sorted(self.s.hosts.free[host])[: run.spec.gpus]]
+
+    def _reserve(self, spec: JobSpec) -> None:
+        """Reserve the host(s) that free up first by the time limits of what runs there."""
+        s, reserved = self.s, self.reserved
+        need = min(spec.gpus, GPUS_PER_NODE)
+        ranked = heapq.nsmallest(
+            max(1, spec.gpus // GPUS_PER_NODE),
+            ((*s.hosts.reservation(h, need, self.t), h) for h in self._allowed(spec) if h not in reserved),
+        )
+        if not ranked:
+            return
+        at = max(w for w, _, _ in ranked)
+        for _, have, h in ranked:
+            reserved[h] = [at, have - need]
+        s.hosts.version += 1  # failed answers depended on the reservations
 
 
 def schedule(

@@ -9,9 +9,11 @@ Lines are built per series with one `str.join` over vectorised "value timestamp"
 
 from __future__ import annotations
 
+import itertools
 import zlib
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import BinaryIO
 
 import numpy as np
 import polars as pl
@@ -38,17 +40,32 @@ DCGM_FAMILIES = (
 
 
 class Gzip:
-    """A deterministic gzip stream (no name, mtime 0) built from text chunks."""
+    """A deterministic gzip stream (no name, mtime 0) built from text chunks.
 
-    def __init__(self) -> None:
+    With a `sink` the compressed bytes go straight to it, so a large file never sits in memory.
+    Deflate's output does not depend on how its input is split into `write` calls, so the chunk
+    sizes callers choose do not change the bytes.
+    """
+
+    def __init__(self, sink: BinaryIO | None = None) -> None:
         self._z = zlib.compressobj(GZIP_LEVEL, zlib.DEFLATED, 31)
         self._parts: list[bytes] = []
+        self._sink = sink
+        self.size = 0
+
+    def _emit(self, data: bytes) -> None:
+        self.size += len(data)
+        if self._sink is None:
+            self._parts.append(data)
+        else:
+            self._sink.write(data)
 
     def write(self, text: str) -> None:
-        self._parts.append(self._z.compress(text.encode()))
+        self._emit(self._z.compress(text.encode()))
 
     def close(self) -> bytes:
-        self._parts.append(self._z.flush())
+        """The whole stream without a sink; with one, flushes into it and returns b""."""
+        self._emit(self._z.flush())
         return b"".join(self._parts)
 
 
@@ -58,12 +75,19 @@ def ts_strings(ms: np.ndarray) -> pl.Series:
     return (s // 1000).cast(pl.Utf8) + "." + (s % 1000).cast(pl.Utf8).str.zfill(3)
 
 
-def _values(v: np.ndarray) -> pl.Series:
+def _integral(v: np.ndarray) -> bool:
+    """Whether a family's values print as integers: decided once over the family's samples."""
     if np.issubdtype(v.dtype, np.integer):
+        return True
+    return bool(np.all(v == np.round(v)) and np.abs(v).max(initial=0) < 2**53)
+
+
+def _values(v: np.ndarray, integral: bool | None = None) -> pl.Series:
+    if integral is None:
+        integral = _integral(v)
+    if np.issubdtype(v.dtype, np.integer) or not integral:
         return pl.Series(v).cast(pl.Utf8)
-    if np.all(v == np.round(v)) and np.abs(v).max(initial=0) < 2**53:
-        return pl.Series(v.astype(np.int64)).cast(pl.Utf8)
-    return pl.Series(v).cast(pl.Utf8)
+    return pl.Series(v.astype(np.int64)).cast(pl.Utf8)
 
 
 def _series_order(key: np.ndarray, valid: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
@@ -120,25 +144,36 @@ def _family_text(prefixes: Sequence[str], vt: list[str], starts: np.ndarray) -> 
     )
 
 
+# Samples per piece of a family's text: a cluster-day of 5,000 GPUs is ~18 GB of text, so each
+# family is built and compressed a few series at a time rather than as one string.
+CHUNK_SAMPLES = 1 << 18
+
+
 def render_dcgm(day: DayValues, labels: DcgmLabels) -> bytes:
     """One cluster-day of dcgm-exporter samples as gzipped OpenMetrics."""
+    out = Gzip()
+    stream_dcgm(day, labels, out)
+    return out.close()
+
+
+def stream_dcgm(day: DayValues, labels: DcgmLabels, out: Gzip) -> None:
+    """Write one cluster-day of dcgm-exporter samples into `out` (not closed)."""
     n = day.job.shape[0]
     host_ms = (day.day_start_s + 60 * np.arange(day.job.shape[1], dtype=np.int64))[None, :] * 1000
     ms = np.repeat(host_ms + day.offsets_ms[:, None], GPUS_PER_NODE, axis=0)[:n]
     ts_all = ts_strings(ms)
-    out = Gzip()
+    del ms
     job_order = _series_order(day.job, day.valid)
-    xid_key = day.job * 1000 + day.xid
     for name, typ, help_text, attr in DCGM_FAMILIES:
         out.write(f"# HELP {name} {help_text}\n# TYPE {name} {typ}\n")
         if attr == "xid":
-            idx, starts, slots, keys = _series_order(xid_key, day.valid)
+            idx, starts, slots, keys = _series_order(day.job * 1000 + day.xid, day.valid)
         else:
             idx, starts, slots, keys = job_order
         if len(idx) == 0:
             continue
-        values = getattr(day, attr).ravel()[idx]
-        vt = (_values(values) + " " + ts_all.gather(idx)).to_list()
+        family = getattr(day, attr).ravel()
+        integral = _integral(family[idx])
         prefixes = []
         for slot, key in zip(slots.tolist(), keys.tolist(), strict=True):
             job = key // 1000 if attr == "xid" else key
@@ -149,9 +184,16 @@ def render_dcgm(day: DayValues, labels: DcgmLabels) -> bytes:
             if job:
                 attrs += f',hpc_job="{job}"'
             prefixes.append(f"{name}{{{labels.head[slot]}{attrs},{labels.tail[slot]}}} ")
-        out.write(_family_text(prefixes, vt, starts) + "\n")
+        # Pieces end on series boundaries, so joined with "\n" they are the family's text.
+        cuts = np.unique(np.searchsorted(starts, np.arange(0, len(idx), CHUNK_SAMPLES), side="right") - 1)
+        bounds = [*cuts.tolist(), len(starts)]
+        for g0, g1 in itertools.pairwise(bounds):
+            a = int(starts[g0])
+            b = int(starts[g1]) if g1 < len(starts) else len(idx)
+            sub = idx[a:b]
+            vt = (_values(family[sub], integral) + " " + ts_all.gather(sub)).to_list()
+            out.write(_family_text(prefixes[g0:g1], vt, starts[g0:g1] - a) + "\n")
     out.write("# EOF\n")
-    return out.close()
 
 
 # vLLM families in the order the server lists them; help texts from vllm/v1/metrics/loggers.py.

@@ -8,7 +8,7 @@ end 0, pending jobs start 0 and nodes "None assigned", slashes are escaped as js
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from datetime import UTC, date, datetime
 from typing import Any
 
@@ -177,15 +177,37 @@ def month_bounds(year: int, month: int) -> tuple[int, int]:
 
 def sacct_json(runs: Iterable[Run], cluster: Cluster, lo: int, hi: int, as_of_s: int) -> str:
     """The records whose [submit, end) overlaps [lo, hi), ordered by job id then submit time."""
+    return "".join(sacct_pieces(runs, cluster, lo, hi, as_of_s))
+
+
+def sacct_pieces(runs: Iterable[Run], cluster: Cluster, lo: int, hi: int, as_of_s: int) -> Iterator[str]:
+    """`sacct_json`'s text in pieces of a record or so, so a month of a large fleet is never one string.
+
+    The text is exactly `json.dumps(doc, indent=2)`: a record inside the document's `jobs` list sits
+    two levels deep, so it is its own dump with every line indented four more spaces.
+    """
     chosen = []
     for r in runs:
         end = r.end_s if r.end_s is not None else as_of_s
         if r.submit_s < hi and end > lo and end >= r.submit_s:
             chosen.append(r)
     chosen.sort(key=lambda r: (r.job_id, r.submit_s, r.attempt))
-    doc = {"meta": META, "errors": [], "jobs": [sacct_record(r, cluster, as_of_s) for r in chosen]}
-    # json-c (which slurm uses) escapes forward slashes.
-    return json.dumps(doc, indent=2).replace("/", "\\/") + "\n"
+    head = json.dumps({"meta": META, "errors": [], "jobs": []}, indent=2)
+    empty_tail = "[]\n}"
+    assert head.endswith(empty_tail)
+    if not chosen:
+        yield _json_c(head) + "\n"
+        return
+    yield _json_c(head[: -len(empty_tail)]) + "[\n"
+    for i, r in enumerate(chosen):
+        record = json.dumps(sacct_record(r, cluster, as_of_s), indent=2)
+        yield ("" if i == 0 else ",\n") + _json_c("    " + record.replace("\n", "\n    "))
+    yield "\n  ]\n}\n"
+
+
+def _json_c(text: str) -> str:
+    """json-c (which slurm uses) escapes forward slashes."""
+    return text.replace("/", "\\/")
 
 
 def assoc_snapshot(cluster: Cluster) -> str:
