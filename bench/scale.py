@@ -27,6 +27,7 @@ Goals (issue 11): no out-of-memory on this 2-core, 24 GiB machine; review at 10,
 
 from __future__ import annotations
 
+import os
 import shutil
 import statistics
 import tempfile
@@ -42,6 +43,7 @@ SEED = 7
 MONTH_DAYS = 31
 INTERVAL_S = 30.0
 GOAL_RATIO = 11.0
+KEEP = "GPUSTEWARD_SCALE_KEEP"  # a folder: work there and keep the month's warehouses
 
 
 # -- stages, each run in its own process ----------------------------------------------------------
@@ -133,7 +135,8 @@ def _month(work: Path, *, base_nodes: int, days: int, copies: int, runs: tuple[i
         fanned = measure(_fan_out, str(db), str(target), n)
         size = target.stat().st_size
         review = measure(_review, str(target), repeat, n)
-        target.unlink()
+        if not os.environ.get(KEEP):
+            target.unlink()
         fleets[name] = {
             "nodes": base_nodes * n, "gpus": base_nodes * n * 8, "copies": n,
             "fan_out": {**fanned.as_dict(), **fanned.value, "warehouse_mib": round(size / 2**20)},
@@ -209,8 +212,10 @@ def run(quick: bool) -> dict[str, Any]:
     base_nodes, copies, days, runs = (4, 5, 2, (1, 1)) if quick else (125, 10, MONTH_DAYS, (2, 1))
     sim_nodes = (4, 20) if quick else (125, 1250)
     collector_nodes, cycles = (50, 2) if quick else (1250, 4)
+    kept = os.environ.get(KEEP)
     with tempfile.TemporaryDirectory(prefix="gpusteward-scale-") as tmp:
-        work = Path(tmp)
+        work = Path(kept or tmp)
+        work.mkdir(parents=True, exist_ok=True)
         baseline = measure(_baseline).as_dict()["peak_rss_mib"]
         sim = _simulator(work, *sim_nodes, 1)
         month = _month(work, base_nodes=base_nodes, days=days, copies=copies, runs=runs)
