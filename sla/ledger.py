@@ -53,16 +53,23 @@ def expand_hostlist(text: str | None) -> list[str]:
 
 def _gainers(preempted: pl.DataFrame, jobs: pl.DataFrame) -> pl.DataFrame:
     """For each preempted record (cluster, job_id, end_time): the job that took its nodes."""
+    # Candidates meet on (cluster, host, minute): each lost record looks only at the minutes of its
+    # gain window, not at every job the host ever ran (a month of a big fleet has ~1,000 per host).
     lost = preempted.select(
         "cluster", "job_id", "end_time", pl.col("nodes").map_elements(expand_hostlist, return_dtype=pl.List(pl.Utf8))
-        .alias("host")
-    ).explode("host")
+        .alias("host"),
+        pl.datetime_ranges(
+            (pl.col("end_time") - _GAIN_BEFORE).dt.truncate("1m"), (pl.col("end_time") + _GAIN_AFTER).dt.truncate("1m"),
+            "1m",
+        ).alias("_minute"),
+    ).explode("host").explode("_minute")
     took = jobs.filter(pl.col("start_time").is_not_null()).select(
         "cluster", pl.col("job_id").alias("gained_job_id"), "start_time", "priority",
         pl.col("team").alias("gained_team"), pl.col("scenario").alias("gained_scenario"), pl.col("qos").alias("_qos"),
         pl.col("nodes").map_elements(expand_hostlist, return_dtype=pl.List(pl.Utf8)).alias("host"),
+        pl.col("start_time").dt.truncate("1m").alias("_minute"),
     ).explode("host")
-    pairs = lost.join(took, on=["cluster", "host"], how="inner").filter(
+    pairs = lost.join(took, on=["cluster", "host", "_minute"], how="inner").filter(
         (pl.col("gained_job_id") != pl.col("job_id"))
         & pl.col("start_time").is_between(pl.col("end_time") - _GAIN_BEFORE, pl.col("end_time") + _GAIN_AFTER)
     )
