@@ -45,13 +45,13 @@ def fan_out(db: Path, copies: int) -> dict[str, int]:
             offset = (k + 1) * base
             run(con, f"INSERT INTO gpus SELECT * REPLACE (gpu_key + {offset} AS gpu_key, cluster || '{k}' AS cluster,"
                      f" {_hosts('host', k)} AS host, uuid || '-{k}' AS uuid) FROM gpus WHERE gpu_key < {base}")
-            run(con, f"INSERT INTO gpu_minutes SELECT * REPLACE (gpu_key + {offset} AS gpu_key)"
-                     f" FROM gpu_minutes WHERE gpu_key < {base}")
+            run(con, f"INSERT INTO gpu_minute_rows SELECT * REPLACE (gpu_key + {offset} AS gpu_key)"
+                     f" FROM gpu_minute_rows WHERE gpu_key < {base}")
             for table, host_columns in _TABLES.items():
                 renamed = ", ".join([f"cluster || '{k}' AS cluster",
                                      *(f"{_hosts(c, k)} AS {c}" for c in host_columns)])
                 run(con, f"INSERT INTO {table} SELECT * REPLACE ({renamed}) FROM {table} WHERE cluster IN ({names})")
-        run(con, f"DELETE FROM gpu_minutes WHERE gpu_key < {base}")
+        run(con, f"DELETE FROM gpu_minute_rows WHERE gpu_key < {base}")
         run(con, f"DELETE FROM gpus WHERE gpu_key < {base}")
         for table in _TABLES:
             run(con, f"DELETE FROM {table} WHERE cluster IN ({names})")

@@ -72,18 +72,32 @@ def summed_histograms(frame: pl.DataFrame, keys: Sequence[str], le_col: str, cou
     """`sum by (keys, le)` of the bucket increases: one row per key with `le` and `counts` lists.
 
     Rows whose lists are null or of mismatched length are dropped first (a broken scrape is no data).
+    Rows are summed as one numpy matrix per bucket layout: exploding every window's buckets into
+    rows would hold a month of a large fleet's windows many times over.
     """
+    keys = list(keys)
     usable = frame.filter(
         pl.col(le_col).is_not_null()
         & pl.col(counts_col).is_not_null()
         & (pl.col(le_col).list.len() == pl.col(counts_col).list.len())
         & (pl.col(le_col).list.len() > 0)
     )
-    exploded = usable.select([*keys, pl.col(le_col).alias("le"), pl.col(counts_col).alias("counts")]).explode(
-        ["le", "counts"]
-    )
+    parts = []
+    for part in usable.partition_by(le_col, maintain_order=True):
+        le = part[le_col][0].to_list()
+        matrix = part[counts_col].list.to_array(len(le)).to_numpy().astype(np.float64)
+        groups = part.with_row_index("_i").group_by(keys, maintain_order=True).agg(pl.col("_i"))
+        sums = np.stack([np.nansum(matrix[np.asarray(rows)], axis=0) for rows in groups["_i"].to_list()])
+        parts.append(groups.select(
+            *keys, pl.Series("le", [le] * groups.height, dtype=pl.List(pl.Float64)),
+            pl.Series("counts", sums).cast(pl.List(pl.Float64)),
+        ))
+    if not parts:
+        return usable.select(*keys, pl.col(le_col).alias("le"), pl.col(counts_col).alias("counts"))
+    # Another bucket layout for the same key (a server changed its buckets) sums per bound, as PromQL does.
+    exploded = pl.concat(parts).explode(["le", "counts"])
     summed = exploded.group_by([*keys, "le"]).agg(pl.col("counts").sum()).sort([*keys, "le"])
-    return summed.group_by(list(keys), maintain_order=True).agg(pl.col("le"), pl.col("counts"))
+    return summed.group_by(keys, maintain_order=True).agg(pl.col("le"), pl.col("counts"))
 
 
 def quantiles_of(hists: pl.DataFrame, qs: dict[str, float]) -> pl.DataFrame:

@@ -48,7 +48,7 @@ def _bad(frame: pl.DataFrame, line: BurnRateConfig) -> pl.DataFrame:
         if le is None:
             continue
         part = frame.filter(pl.col("e2e_le") == pl.lit(le, dtype=pl.List(pl.Float64)))
-        counts = np.asarray(part["e2e_counts"].to_list(), dtype=np.float64)
+        counts = part["e2e_counts"].list.to_array(len(le)).to_numpy().astype(np.float64)
         good = good_below(le, np.atleast_2d(counts), line.threshold.total_seconds())
         parts.append(part.with_columns((pl.col("requests").fill_null(0.0) - pl.Series(good)).clip(0.0).alias("bad")))
     return pl.concat(parts) if parts else frame.with_columns(pl.lit(0.0).alias("bad"))

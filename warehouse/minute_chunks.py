@@ -29,8 +29,11 @@ def host_chunks(con: duckdb.DuckDBPyConnection, lo: datetime, hi: datetime, chun
     """GPU keys of [lo, hi)'s rows, whole hosts per list, each list at most `chunk_rows` rows (or one host)."""
     per_host = run(
         con,
+        # The packed table's own `minute` (migration 011): counting needs no view, no job labels.
         "SELECT list(m.gpu_key ORDER BY m.gpu_key), sum(m.n)::BIGINT FROM ("
-        "  SELECT gpu_key, count(*) AS n FROM gpu_minutes WHERE ts >= ? AND ts < ? GROUP BY gpu_key"
+        "  SELECT gpu_key, count(*) AS n FROM gpu_minute_rows"
+        "  WHERE minute >= epoch_us(?::TIMESTAMP) // 60000000 AND minute < epoch_us(?::TIMESTAMP) // 60000000"
+        "  GROUP BY gpu_key"
         ") m JOIN gpus g USING (gpu_key) GROUP BY g.cluster, g.host ORDER BY min(m.gpu_key)",
         [lo, hi],
     )

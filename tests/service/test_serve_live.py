@@ -175,7 +175,14 @@ def test_stored_values_are_what_the_fleet_served(live_run: LiveRun) -> None:
             scrape_ts_ms=int(minute.timestamp() * 1000),
         )
         expected.append(frame)
-    want = pl.concat(expected).select("host", "gpu", "job_id", "gpu_util", "power_w", "energy_mj").sort("host", "gpu")
+    want = (
+        pl.concat(expected)
+        .select("host", "gpu", "job_id", "gpu_util", "power_w", "energy_mj")
+        .with_columns(  # the warehouse keeps power to 0.1 W (migration 011)
+            (pl.col("power_w").cast(pl.Float64) * 10).round(mode="half_away_from_zero").truediv(10).cast(pl.Float32)
+        )
+        .sort("host", "gpu")
+    )
     with open_warehouse(root / "gpusteward.duckdb", read_only=True) as wh:
         got = wh.query(
             "SELECT g.host, g.gpu, m.job_id, m.gpu_util, m.power_w, m.energy_mj"
