@@ -51,11 +51,11 @@ def minute_states(gpu_minutes: pl.DataFrame, idle: IdleConfig) -> pl.DataFrame:
 
     Only rows that exist can get a state: absence is never turned into a category here.
     """
-    return states_in_gpu_order(in_gpu_order(conform(gpu_minutes, GPU_MINUTES)), idle)
+    return states_in_gpu_order(in_gpu_order(conform(gpu_minutes, GPU_MINUTES)), idle).drop("_gpu_key")
 
 
 def states_in_gpu_order(gm: pl.DataFrame, idle: IdleConfig) -> pl.DataFrame:
-    """minute_states of rows already in GPU order (in_gpu_order)."""
+    """minute_states of rows already in GPU order (in_gpu_order), with their `_gpu_key`."""
     util = (
         pl.when(pl.col("gr_engine_active").is_not_null())
         .then(pl.col("gr_engine_active").cast(pl.Float64) * 100.0)
@@ -68,7 +68,7 @@ def states_in_gpu_order(gm: pl.DataFrame, idle: IdleConfig) -> pl.DataFrame:
     )
     gm = (
         gm.filter(pl.col("job_id").is_not_null())
-        .select(*_GPU, "ts", "job_id", "fb_used_mib", util.alias("util"), source.alias("util_source"))
+        .select(*_GPU, "_gpu_key", "ts", "job_id", "fb_used_mib", util.alias("util"), source.alias("util_source"))
         .filter(pl.col("util").is_not_null() & ~pl.col("util").is_nan())
     )
     same = same_gpu()
@@ -87,7 +87,7 @@ def states_in_gpu_order(gm: pl.DataFrame, idle: IdleConfig) -> pl.DataFrame:
     is_idle = pl.col("_below") & (pl.col("_run_len") >= idle.min_minutes)
     held = pl.col("fb_used_mib").is_not_null() & (pl.col("fb_used_mib") > idle.held_memory_mib)
     state = pl.when(is_idle & held).then(pl.lit(IDLE_HELD)).when(is_idle).then(pl.lit(IDLE)).otherwise(pl.lit(BUSY))
-    return gm.select(*_GPU, "ts", "job_id", state.alias("state"), "util_source")
+    return gm.select(*_GPU, "_gpu_key", "ts", "job_id", state.alias("state"), "util_source")
 
 
 def idle_runs(gpu_minutes: pl.DataFrame, idle: IdleConfig) -> pl.DataFrame:
