@@ -18,7 +18,7 @@ from gpusteward.domain import Month
 from sla.inputs import EvaluationInputs
 from sla.outputs import MonthOutputs
 from warehouse import ingest, queries
-from warehouse.migrate import current_version, migrate
+from warehouse.migrate import available, current_version, migrate
 from warehouse.minute_chunks import CHUNK_ROWS
 from warehouse.sql import run, transaction
 
@@ -288,6 +288,19 @@ def open_warehouse(
         run(con, "SET enable_progress_bar = false")
         if not read_only:
             migrate(con)
+        else:
+            _require_current_schema(con, p)
         yield Warehouse(con, p, read_only=read_only)
     finally:
         con.close()
+
+
+def _require_current_schema(con: duckdb.DuckDBPyConnection, path: str) -> None:
+    """A read-only reader cannot migrate: an older schema would fail later with a bare catalog error."""
+    latest = available()[-1][0]
+    found = current_version(con)
+    if found < latest:
+        raise RuntimeError(
+            f"{path}: the warehouse schema is version {found}, this GPU Steward reads version {latest}; "
+            "open it once for writing to migrate it (e.g. `gpusteward import` or `gpusteward serve`)"
+        )

@@ -62,7 +62,9 @@ def _spec(i: int, j: dict[str, object]) -> JobSpec:
         limit_min=limit_min,
         requeue=i % 5 != 0,
         nodelist=j["pin"] if isinstance(j["pin"], tuple) else None,
-        preempts=preempts if isinstance(preempts, frozenset) else PREEMPTS[qos],
+        # Only QOS high and normal may preempt, as in the simulated fleet: a low job that preempts
+        # low (or two QOS that preempt each other) would requeue and preempt forever at one instant.
+        preempts=preempts if isinstance(preempts, frozenset) and qos in ("high", "normal") else PREEMPTS[qos],
         retry_gap_s=600,
     )
     if j["chain"]:

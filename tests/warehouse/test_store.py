@@ -157,3 +157,13 @@ def test_long_queries_draw_no_progress_bar_on_the_log(db_path: Path) -> None:
     for read_only in (False, True):
         with open_warehouse(db_path, read_only=read_only) as wh:
             assert wh.query("SELECT current_setting('enable_progress_bar') AS on").item() is False
+
+
+def test_a_read_only_open_of_an_older_schema_says_to_migrate(db_path: Path) -> None:
+    with open_warehouse(db_path):
+        pass
+    con = duckdb.connect(str(db_path))
+    con.execute("DELETE FROM schema_migrations WHERE number = (SELECT max(number) FROM schema_migrations)")
+    con.close()
+    with pytest.raises(RuntimeError, match="open it once for writing to migrate"):
+        open_warehouse(db_path, read_only=True).__enter__()
