@@ -22,7 +22,8 @@ from sla.minute_digest import MinuteDigest, digest_minutes, merge_digests
 from warehouse.sql import run
 
 CHUNK_ROWS = 4_000_000
-"""GPU-minutes per chunk: about 1 GiB at the digest's peak, a month of ~90 GPUs."""
+"""GPU-minutes per chunk, a month of ~90 GPUs: a month's review peaks at 4.2 GiB for 1,000 GPUs and
+8.1 GiB for 10,000 (docs/performance.md, "Scale"), the chunk's frames being about 250 MB of it."""
 
 
 def host_chunks(con: duckdb.DuckDBPyConnection, lo: datetime, hi: datetime, chunk_rows: int) -> list[list[int]]:
