@@ -15,9 +15,10 @@ from functools import cache
 import jinja2
 from markupsafe import Markup
 
+from reports.fonts import FONTS
 from reports.locale import LANGS, Formatter, Lang
 from reports.model import Cell, Chart, Footnote, Heading, Message, Review, Row, Table
-from reports.plot import FONTS, render_svg
+from reports.plot import render_svg
 from reports.render import footnote_text
 
 HTML_LANG: dict[str, str] = {"en": "en", "zh": "zh-CN"}

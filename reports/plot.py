@@ -20,11 +20,9 @@ from matplotlib.lines import Line2D
 from matplotlib.patches import Patch
 from matplotlib.ticker import FuncFormatter
 
+from reports.fonts import FONTS, chinese_family
 from reports.locale import Formatter
 from reports.model import Chart
-
-FONTS = ["Noto Sans CJK SC", "Noto Sans CJK JP", "WenQuanYi Micro Hei", "DejaVu Sans"]
-"""Font families tried in order; Chinese needs fonts-noto-cjk (or WenQuanYi) installed."""
 
 FILLS = ("#303030", "#9a9a9a", "#d4d4d4", "#ffffff")
 HATCHES = ("", "//", "..", "xx")
@@ -69,6 +67,8 @@ def _tick(fmt: Formatter, percent: bool) -> FuncFormatter:
 
 def render_svg(chart: Chart, fmt: Formatter) -> str:
     """The chart as an SVG document in the formatter's language."""
+    if fmt.lang == "zh":
+        chinese_family()  # registers a CJK font installed after matplotlib cached the font list
     with mpl.rc_context(_STYLE):
         return _draw_lines(chart, fmt) if chart.kind == "lines" else _draw(chart, fmt)
 

@@ -94,6 +94,13 @@ def _subject(alert: Alert) -> str:
     default=None,
     help="End time in UTC, instead of --for.",
 )
+@click.option(
+    "--start",
+    "start",
+    type=click.DateTime(["%Y-%m-%dT%H:%M:%S", "%Y-%m-%d %H:%M"]),
+    default=None,
+    help="Start time in UTC (default now), to silence a planned maintenance ahead.",
+)
 @click.option("--comment", default="", help="Why.")
 @click.option("--by", "created_by", default="", help="Who.")
 @click.option("--expire", "expire_id", default=None, help="End the silence with this id now.")
@@ -104,6 +111,7 @@ def alerts_silence(  # noqa: PLR0917 - click passes options as keyword arguments
     matchers: tuple[str, ...],
     duration: str | None,
     until: datetime | None,
+    start: datetime | None,
     comment: str,
     created_by: str,
     expire_id: str | None,
@@ -132,12 +140,13 @@ def alerts_silence(  # noqa: PLR0917 - click passes options as keyword arguments
             click.echo(f"expired {expire_id}")
             return
         try:
+            starts = start.replace(tzinfo=UTC) if start else now
             ends = (
                 until.replace(tzinfo=UTC)
                 if until
-                else now + (parse_duration(duration) if duration else timedelta(hours=1))
+                else starts + (parse_duration(duration) if duration else timedelta(hours=1))
             )
-            silence = make_silence(list(matchers), now, ends, comment=comment, created_by=created_by)
+            silence = make_silence(list(matchers), starts, ends, comment=comment, created_by=created_by)
         except ValueError as exc:
             raise click.BadParameter(str(exc)) from exc
         add_silence(

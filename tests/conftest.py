@@ -1,4 +1,4 @@
-"""Suite-wide fixtures."""
+"""Suite-wide fixtures; the suite's rules (skips under CI, the skip list) are in tests/suite_rules.py."""
 
 from __future__ import annotations
 
@@ -6,6 +6,8 @@ import sys
 from collections.abc import Iterator
 
 import pytest
+
+pytest_plugins = ("tests.suite_rules",)
 
 
 @pytest.fixture(autouse=True)

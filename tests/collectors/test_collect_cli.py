@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Iterator
-from datetime import date
+from datetime import UTC, date, datetime
 from pathlib import Path
 
 import pytest
@@ -16,10 +16,14 @@ from tests.collectors.local_http import http_server, status
 from tests.collectors.test_scrape_inference import bumped, server_of
 from warehouse import open_warehouse
 
+NOON = datetime(2026, 10, 1, 12, tzinfo=UTC).timestamp()
+
 
 @pytest.fixture
 def fleet_targets(tmp_path: Path) -> Iterator[Path]:
-    fleet = LiveFleet(2, 3, start=date.today(), days=1)  # now is inside the plan
+    # The fleet answers for one fixed moment of its plan, a minute when both nodes report.
+    fleet = LiveFleet(2, 3, start=date(2026, 10, 1), days=1, clock=lambda: NOON)
+    assert not fleet.plan.failures
     with serving(fleet, tmp_path / "targets.json"):
         yield tmp_path / "targets.json"
 
@@ -34,7 +38,7 @@ def test_collect_once_stores_good_targets_and_exits_nonzero_on_failures(fleet_ta
     assert "scraped 2/3 targets" in result.output
     assert "HTTP 500" in result.output
     with open_warehouse(db) as wh:
-        assert wh.count("gpu_minutes") in {8, 16}  # one node may be in the planted outage
+        assert wh.count("gpu_minutes") == 16  # both nodes' 8 GPUs, one minute each
 
 
 def test_collect_needs_a_mode(tmp_path: Path) -> None:

@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 import os
+import subprocess
 import time
-from datetime import date
+from datetime import UTC, date, datetime
 from pathlib import Path
 
 from simulator import simulate
@@ -22,10 +23,22 @@ def counts(db: Path) -> dict[str, int]:
 
 
 def small_fleet(out: Path) -> Path:
-    """Three days of four nodes; files dated an hour back, so the service's settle time has passed."""
+    """Three days of four nodes; files dated the day after the data ends, so the service's settle time has passed."""
     simulate(out, date(2026, 10, 1), 3, 11, nodes=4)
-    past = time.time() - 3600
+    past = datetime(2026, 10, 4, tzinfo=UTC).timestamp()
     for path in out.rglob("*"):
         if path.is_file():
             os.utime(path, (past, past))
     return out
+
+
+def wait_for_marker(proc: subprocess.Popen[bytes], marker: Path, timeout_s: float, log: Path) -> None:
+    """Wait until a process run through tests.faults.paused reaches its pause; fail if it exits or hangs first."""
+    deadline = time.monotonic() + timeout_s
+    while not marker.exists():
+        if proc.poll() is not None or time.monotonic() > deadline:
+            proc.kill()
+            proc.wait(30)
+            tail = log.read_text(errors="replace")[-3000:]
+            raise AssertionError(f"never reached its pause (rc {proc.returncode}): {tail}")
+        time.sleep(0.05)

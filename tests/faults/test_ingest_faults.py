@@ -11,7 +11,6 @@ import os
 import signal
 import subprocess
 import sys
-import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -19,11 +18,13 @@ import duckdb
 import pytest
 
 from service.importer import import_files
-from tests.faults.counting import counts, small_fleet
+from tests.faults.counting import counts, small_fleet, wait_for_marker
 from warehouse import ingest as ingest_module
 from warehouse import open_warehouse
 
 IMPORT = "from service.cli import main; main()"
+ROOT = Path(__file__).resolve().parents[2]
+DEADLINE_S = 300  # a bound on reaching the pause, so a hang fails instead of blocking CI
 
 
 @pytest.fixture(scope="module")
@@ -39,36 +40,26 @@ def clean_counts(fleet: Path, tmp_path_factory: pytest.TempPathFactory) -> dict[
     return counts(db)
 
 
-def _import(db: Path, fleet: Path, *, quiet: bool = False) -> subprocess.Popen[bytes]:
-    return subprocess.Popen(
-        [sys.executable, "-c", IMPORT, "import", "--db", str(db), str(fleet)],
-        stdout=subprocess.DEVNULL if quiet else subprocess.PIPE,
-        stderr=subprocess.STDOUT,
-        cwd=Path(__file__).resolve().parents[2],
-    )
+def _import(db: Path, fleet: Path, log: Path, *, paused_at: tuple[Path, int] | None = None) -> subprocess.Popen[bytes]:
+    args = ["import", "--db", str(db), str(fleet)]
+    head = ["-m", "tests.faults.paused", str(paused_at[0]), str(paused_at[1])] if paused_at else ["-c", IMPORT]
+    with log.open("ab") as out:
+        return subprocess.Popen([sys.executable, *head, *args], stdout=out, stderr=subprocess.STDOUT, cwd=ROOT)
 
 
 def test_kill_9_mid_import_then_reimport_loses_and_doubles_nothing(
     fleet: Path, clean_counts: dict[str, int], tmp_path: Path
 ) -> None:
-    db = tmp_path / "w.duckdb"
-    wal = Path(f"{db}.wal")
-    proc = _import(db, fleet, quiet=True)
-    deadline = time.monotonic() + 120
-    # The first commit writes the WAL: kill right after some batches are stored.
-    while proc.poll() is None and time.monotonic() < deadline:
-        if wal.exists() and wal.stat().st_size > 256 * 1024:
-            os.kill(proc.pid, signal.SIGKILL)
-            break
-        time.sleep(0.005)
-    proc.wait(30)
-    if proc.returncode != -signal.SIGKILL:
-        pytest.skip("the import finished before it could be killed (machine too fast for this fleet)")
+    db, marker, log = tmp_path / "w.duckdb", tmp_path / "paused", tmp_path / "import.log"
+    # Two files' batches are committed, the third is written but not committed when the kill lands.
+    proc = _import(db, fleet, log, paused_at=(marker, 3))
+    wait_for_marker(proc, marker, DEADLINE_S, log)
+    os.kill(proc.pid, signal.SIGKILL)
+    assert proc.wait(30) == -signal.SIGKILL
     partial = counts(db)  # what was committed before the kill, each GPU-minute once
-    assert 0 < sum(partial.values()) < sum(clean_counts.values()), partial
-    again = _import(db, fleet)
-    out, _ = again.communicate(timeout=300)
-    assert again.returncode == 0, out.decode(errors="replace")[-2000:]
+    assert 0 < partial["gpu_minutes"] < clean_counts["gpu_minutes"], partial
+    again = _import(db, fleet, log)
+    assert again.wait(300) == 0, log.read_text(errors="replace")[-2000:]
     assert counts(db) == clean_counts
 
 
