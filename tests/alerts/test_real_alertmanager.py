@@ -1,13 +1,11 @@
 """A planted breach through the engine and the outbox into a real Alertmanager 0.25 (Debian
 `prometheus-alertmanager`, on loopback), which routes it to a local webhook: firing, then resolved.
 
-Also prints how long a breach takes from its evaluation to the webhook, directly and through
-Alertmanager (measured, never asserted).
+How long that takes is measured by `python -m bench alert_latency`, never here.
 """
 
 from __future__ import annotations
 
-import dataclasses
 import json
 import socket
 import subprocess
@@ -19,34 +17,16 @@ from pathlib import Path
 from typing import Any
 
 import httpx
-import polars as pl
 import pytest
 
 from alerts.alertmanager import AlertmanagerNotifier
-from alerts.model import Alert, alerts_from_episodes
 from alerts.outbox import MemoryOutbox, tick
-from alerts.webhook import WebhookNotifier
 from gpusteward.config.alerting import AlertEngineConfig
-from sla.results import BREACH_EPISODES
-from tests.alerts.helpers import config
+from tests.alerts.helpers import east_reserve_breach
 from tests.alerts.server import Recorder, recording_server
 from tests.real import require_binary
 
 ENGINE = AlertEngineConfig(group_interval=timedelta(0))
-START, END = datetime(2026, 10, 12, 9, 0), datetime(2026, 10, 12, 14, 0)
-
-
-def east_reserve_breach(*, still_going: bool) -> Alert:
-    """The demo's planted east reserve breach, as the protection line reports it."""
-    row = {
-        "line": "inference_reserve", "subject": "east", "start": START, "end": END, "minutes": 300,
-        "worst_value": 5.0, "threshold": 12.0, "severity": "critical",
-        "fallback": "Pause or preempt low-priority training in east until inference has its reserve back.",
-        "evidence": "training job 4711 (nlp, 8 GPUs from 10-12 09:00); online-inference job 4702 PREEMPTED",
-    }
-    episodes = pl.DataFrame([row], schema=BREACH_EPISODES, orient="row")
-    (alert,) = alerts_from_episodes(episodes, config(), data_end=END if still_going else datetime(2026, 10, 12, 15))
-    return alert
 
 
 def free_port() -> int:
@@ -124,17 +104,15 @@ def _bodies(hook: Recorder) -> list[dict[str, Any]]:
 
 
 def test_planted_breach_reaches_a_webhook_behind_alertmanager_and_resolves(
-    alertmanager: Alertmanager, capsys: pytest.CaptureFixture[str]
+    alertmanager: Alertmanager,
 ) -> None:
     store = MemoryOutbox()
     notifier = AlertmanagerNotifier("am", alertmanager.url, timeout_s=5)
     firing = east_reserve_breach(still_going=True)
 
-    began = time.monotonic()
     result = tick(store, datetime.now(UTC), [firing], engine=ENGINE, notifiers={"am": notifier})
     assert result.delivery.delivered == 1, result.delivery.failed
     _wait(lambda: len(alertmanager.hook.bodies) >= 1, 30, "the firing notification")
-    elapsed_firing = time.monotonic() - began
 
     (body,) = _bodies(alertmanager.hook)
     assert body["status"] == "firing"
@@ -150,37 +128,9 @@ def test_planted_breach_reaches_a_webhook_behind_alertmanager_and_resolves(
 
     resolved = east_reserve_breach(still_going=False)
     assert resolved.fingerprint == firing.fingerprint
-    began = time.monotonic()
     result = tick(store, datetime.now(UTC), [resolved], engine=ENGINE, notifiers={"am": notifier})
     assert result.delivery.delivered == 1, result.delivery.failed
     _wait(lambda: len(alertmanager.hook.bodies) >= 2, 30, "the resolved notification")
-    elapsed_resolved = time.monotonic() - began
     last = _bodies(alertmanager.hook)[-1]
     assert last["status"] == "resolved"
     assert last["alerts"][0]["endsAt"] == "2026-10-12T14:00:00Z"
-    with capsys.disabled():
-        print(
-            f"\n[alert latency] evaluation -> webhook through Alertmanager 0.25 (group_wait 1s, group_interval 1s): "
-            f"firing {elapsed_firing:.2f} s, resolved {elapsed_resolved:.2f} s"
-        )
-
-
-def test_latency_from_evaluation_to_a_direct_webhook(capsys: pytest.CaptureFixture[str]) -> None:
-    """No Alertmanager: the engine, the outbox and a signed webhook POST."""
-    store = MemoryOutbox()
-    samples = []
-    with recording_server() as hook:
-        notifier = WebhookNotifier("ops", hook.url, secret="s", timeout_s=5)
-        for n in range(20):
-            alert = east_reserve_breach(still_going=True)
-            alert = dataclasses.replace(alert, fingerprint=f"{alert.fingerprint[:-2]}{n:02d}")
-            began = time.perf_counter()
-            tick(store, datetime.now(UTC), [alert], engine=ENGINE, notifiers={"ops": notifier})
-            _wait(lambda n=n: len(hook.bodies) > n, 10, "the webhook")
-            samples.append(time.perf_counter() - began)
-    samples.sort()
-    with capsys.disabled():
-        print(
-            f"\n[alert latency] evaluation -> direct webhook over {len(samples)} breaches: "
-            f"median {samples[len(samples) // 2] * 1000:.1f} ms, max {samples[-1] * 1000:.1f} ms"
-        )

@@ -2,12 +2,17 @@
 
 from __future__ import annotations
 
+import html
 import json
+import re
+import subprocess
 from pathlib import Path
 
+import pytest
 from click.testing import CliRunner, Result
 
 from service.cli import cli
+from tests.real import require_binary
 
 
 def run(*args: str) -> Result:
@@ -19,10 +24,48 @@ def test_demo_writes_every_output(demo_dir: Path) -> None:
     for lang in ("en", "zh"):
         for fmt in ("md", "html", "pdf"):
             assert (demo_dir / "reports" / f"review-2026-10.{lang}.{fmt}").stat().st_size > 0
-    assert (demo_dir / "reports" / "review-2026-10.en.pdf").read_bytes().startswith(b"%PDF")
     plan = json.loads((demo_dir / "quota-plan-2026-10.json").read_text())
     assert plan["dry_run"] is True
     assert plan["items"], "the demo month has a starving queue and a team over its share: the plan must change quotas"
+
+
+def _words(text: str) -> str:
+    return " ".join(text.split())
+
+
+def _pdf_text(pdf: Path) -> str:
+    pdftotext = require_binary("pdftotext", package="poppler-utils")
+    return subprocess.run([pdftotext, str(pdf), "-"], capture_output=True, text=True, check=True).stdout
+
+
+@pytest.mark.parametrize("lang", ["en", "zh"])
+def test_the_html_and_pdf_review_say_what_the_markdown_says(demo_dir: Path, lang: str) -> None:
+    reports = demo_dir / "reports"
+    md = (reports / f"review-2026-10.{lang}.md").read_text(encoding="utf-8")
+    title = md.splitlines()[0].removeprefix("# ")
+    headings = [line.removeprefix("## ") for line in md.splitlines() if line.startswith("## ")]
+    task_mix = md.split("\n## ")[2].splitlines()[2]  # the line under the task mix's heading
+    figures = re.findall(r"\d[\d,]*\d", task_mix)
+    assert len(headings) >= 10, headings
+    assert figures == ["34,099", "6,693"], task_mix
+
+    page = (reports / f"review-2026-10.{lang}.html").read_text(encoding="utf-8")
+    html_text = _words(html.unescape(re.sub(r"<[^>]+>", " ", page)))
+    pdf_text = _words(_pdf_text(reports / f"review-2026-10.{lang}.pdf"))
+    for rendered in (html_text, pdf_text):
+        assert title in rendered
+        assert [h for h in headings if h not in rendered] == []
+        assert all(f in rendered for f in figures)
+    charts = re.findall(r'<figure class="chart" id="figure-\d+" data-chart="(\w+)"', page)
+    assert {"gpu_hours_by_scenario", "queue_wait", "idle_by_team"} <= set(charts), charts
+    assert page.count("<svg") + page.count("data:image/svg+xml") >= len(charts)
+
+
+def test_the_chinese_pdf_embeds_a_chinese_font(demo_dir: Path) -> None:
+    pdffonts = require_binary("pdffonts", package="poppler-utils")
+    pdf = demo_dir / "reports" / "review-2026-10.zh.pdf"
+    fonts = subprocess.run([pdffonts, str(pdf)], capture_output=True, text=True, check=True).stdout
+    assert "CJK" in fonts, fonts
 
 
 def test_alerts_jsonl_holds_an_inference_reserve_breach(demo_dir: Path) -> None:
