@@ -105,3 +105,21 @@ def test_a_golden_that_differs_fails_with_its_diff(tmp_path: Path, monkeypatch: 
     monkeypatch.delenv("UPDATE_GOLDEN", raising=False)
     with pytest.raises(AssertionError, match=r"(?s)differs from the golden file.*-old\n\+new"):
         golden.assert_golden("g.md", "new\n", golden_dir=tmp_path)
+
+
+def test_the_date_sweep_moves_every_python_process_clock_but_not_the_monotonic_one() -> None:
+    from tests.dates import MOMENTS, SITECUSTOMIZE
+
+    leap = next(m for m in MOMENTS if m.when.startswith("2028-02-29"))
+    code = (
+        "import datetime, time, threading\n"
+        "t = time.monotonic(); threading.Event().wait(0.05); waited = time.monotonic() - t\n"
+        "print(datetime.date.today(), datetime.datetime.fromtimestamp(time.time(), datetime.UTC).hour, waited < 5)\n"
+    )
+    env = {**os.environ, "GPUSTEWARD_TEST_NOW": leap.iso(), "TZ": leap.tz, "PYTHONPATH": str(SITECUSTOMIZE)}
+    ran = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, check=True)
+    assert ran.stdout.split() == ["2028-02-29", "12", "True"]
+    # Every sweep path names a file or folder that exists, so a rename cannot drop a test from the sweep.
+    from tests.dates import SWEEP
+
+    assert [p for p in SWEEP if not (ROOT / p.partition("::")[0]).exists()] == []
