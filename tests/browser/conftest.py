@@ -12,23 +12,27 @@ from typing import Any
 
 import pytest
 
+from dashboards.data import pool_gpus, team_names
 from gpusteward.config import example_config_path, load_config
 from gpusteward.domain import Month
 from service.dashboard import start_dashboard
 from service.importer import import_files
 from service.pipeline import evaluate, raise_alerts
 from simulator import simulate
+from tests.browser.figures import Month as MonthShown
 from tests.real import missing, require_binary
 from warehouse import open_warehouse
 from warehouse.readmodel import publish, snapshot
 
 SCREENS_COPY = Path("/tmp/gs-screens")
+MONTH = Month(2026, 10)
 
 
 @dataclass(frozen=True)
 class Dashboard:
     url: str
     shots: Path
+    month: MonthShown
 
 
 @pytest.fixture(scope="package")
@@ -40,11 +44,14 @@ def dashboard(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Dashboard]:
     simulate(root / "data", date(2026, 10, 1), 2, 7, nodes=8)
     with open_warehouse(config.resolve(config.warehouse.path)) as wh:
         import_files(wh, [root / "data"])
-        raise_alerts(wh, config, evaluate(wh, config, Month(2026, 10)), datetime(2026, 10, 3, tzinfo=UTC))
+        raise_alerts(wh, config, evaluate(wh, config, MONTH), datetime(2026, 10, 3, tzinfo=UTC))
         publish(snapshot(wh), root / "readmodel")
+        shown = MonthShown(
+            wh.month_outputs(MONTH), wh.alerts(MONTH), wh.plans(MONTH), pool_gpus(config) or 0, team_names(config)
+        )
     process, url = start_dashboard(None, str(root / "gpusteward.toml"), read_model=str(root / "readmodel"))
     try:
-        yield Dashboard(url.rstrip("/"), tmp_path_factory.mktemp("screens"))
+        yield Dashboard(url.rstrip("/"), tmp_path_factory.mktemp("screens"), shown)
     finally:
         process.terminate()
         try:

@@ -1,4 +1,5 @@
-"""Every page in both languages, in headless Chromium: no Streamlit error element, a screenshot each."""
+"""Every page in both languages, in headless Chromium: no Streamlit error element, the figures it
+shows equal the warehouse's (tests/browser/figures.py), a screenshot each."""
 
 from __future__ import annotations
 
@@ -10,6 +11,7 @@ from dashboards.app import PAGES
 from dashboards.texts import Texts
 from reports.locale import Lang
 from tests.browser.conftest import Dashboard, keep_copy
+from tests.browser.figures import CHECKS
 
 READY = ('[data-testid="stApp"][data-test-script-state="notRunning"]'
          '[data-test-connection-state="CONNECTED"]')
@@ -47,15 +49,19 @@ def test_every_page_renders_without_errors(browser: Any, dashboard: Dashboard, l
         tx = Texts(lang)
         if lang == "zh":
             page.get_by_test_id("stSidebar").get_by_text("中文").click()
+        checked: dict[str, int] = {}
         for name in PAGES:
             title = tx(TITLE_KEYS.get(name, f"{name}.title"), month=tx.fmt.month(_month()))
             page.get_by_test_id("stSidebarNavLink").filter(has_text=tx(f"nav.{name}")).first.click()
             expect(page.get_by_role("heading", name=title).first).to_be_visible(timeout=TIMEOUT_MS)
             _rendered(page)
             _no_errors(page, f"{lang}/{name}")
+            checked[name] = CHECKS[name](page, dashboard.month, tx)
             shot = dashboard.shots / f"{name}.{lang}.png"
             page.screenshot(path=shot, full_page=True)
             keep_copy(shot)
+        # Every page with data showed figures that were checked; preemption has none in these two days.
+        assert [n for n, count in checked.items() if count == 0] == ["preemption"], checked
     finally:
         context.close()
 
