@@ -18,41 +18,13 @@ from typing import Any
 
 import polars as pl
 
+from gpusteward import cron
 from gpusteward.config.protection import PeakWindow
 from gpusteward.config.schema import Config
 from gpusteward.tables import TS
 from sla.results import BREACH_EPISODES
 
 _DAYS = ("mon", "tue", "wed", "thu", "fri", "sat", "sun")
-_CRON_RANGES = ((0, 59), (0, 23), (1, 31), (1, 12), (0, 7))
-
-
-def _cron_field(text: str, lo: int, hi: int) -> set[int]:
-    """One cron field: `*`, `N`, `N-M`, lists and `/step`."""
-    values: set[int] = set()
-    for part in text.split(","):
-        body, _, step_text = part.partition("/")
-        step = int(step_text) if step_text else 1
-        if body == "*":
-            first, last = lo, hi
-        else:
-            a, _, b = body.partition("-")
-            first, last = int(a), int(b or a)
-        if not lo <= first <= last <= hi or step < 1:
-            raise ValueError(f"cron field {text!r}: expected values in {lo}..{hi}")
-        values.update(range(first, last + 1, step))
-    return values
-
-
-def parse_cron(spec: str) -> tuple[set[int], ...]:
-    """Five cron fields (minute hour day-of-month month day-of-week) as sets; 0 and 7 are Sunday."""
-    fields = spec.split()
-    if len(fields) != len(_CRON_RANGES):
-        raise ValueError(f"cron {spec!r}: expected five fields (minute hour day-of-month month day-of-week)")
-    sets = tuple(_cron_field(f, lo, hi) for f, (lo, hi) in zip(fields, _CRON_RANGES, strict=True))
-    if 7 in sets[4]:
-        sets[4].add(0)
-    return sets
 
 
 def parse_hours(text: str) -> tuple[int, int]:
@@ -71,11 +43,15 @@ def in_peak(ts: pl.Expr, peak: PeakWindow) -> pl.Expr:
     """True where the naive-UTC timestamps `ts` fall inside the peak window (local time)."""
     local = ts.dt.replace_time_zone("UTC").dt.convert_time_zone(peak.timezone)
     if peak.cron:
-        minute, hour, dom, month, dow = parse_cron(peak.cron)
+        minutes, hours, months, day_matches = cron.minute_matcher(peak.cron)
+
+        def matching_days(days: pl.Series) -> pl.Series:
+            return days.is_in([d for d in days.unique().drop_nulls().to_list() if day_matches(d)])
+
         return (
-            local.dt.minute().is_in(sorted(minute)) & local.dt.hour().is_in(sorted(hour))
-            & local.dt.day().is_in(sorted(dom)) & local.dt.month().is_in(sorted(month))
-            & (local.dt.weekday() % 7).is_in(sorted(dow))
+            local.dt.minute().is_in(sorted(minutes)) & local.dt.hour().is_in(sorted(hours))
+            & local.dt.month().is_in(sorted(months))
+            & local.dt.date().map_batches(matching_days, return_dtype=pl.Boolean)
         )
     start, end = parse_hours(peak.hours)
     of_day = local.dt.hour().cast(pl.Int32) * 60 + local.dt.minute().cast(pl.Int32)

@@ -10,6 +10,7 @@ from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 import polars as pl
 
+from gpusteward import cron
 from gpusteward.config.inference import SELECTOR_ROLES, parse_selector
 from gpusteward.config.schema import Config, ScenarioConfig, SloConfig
 from gpusteward.domain import Scenario
@@ -140,8 +141,9 @@ def _protection_lines(config: Config, clusters: set[str], receivers: set[str]) -
         path = f"protection.peak_windows[{i}]"
         if not _zone_ok(peak.timezone):
             problems.append(f"{path}.timezone: unknown time zone {peak.timezone!r}")
-        if peak.cron is not None and len(peak.cron.split()) != 5:
-            problems.append(f"{path}.cron: expected five fields (minute hour day-of-month month day-of-week)")
+        cron_problem = None if peak.cron is None else cron.check(peak.cron)
+        if cron_problem:
+            problems.append(f"{path}.cron: {cron_problem}")
         if peak.cron is None and not re.fullmatch(r"\d\d?:\d\d-\d\d?:\d\d", peak.hours):
             problems.append(f"{path}.hours: expected HH:MM-HH:MM, got {peak.hours!r}")
     kinds: list[tuple[str, list[Any]]] = [
@@ -173,6 +175,9 @@ def _reports_and_quota(config: Config) -> list[str]:
     problems = []
     if not _zone_ok(config.reports.timezone):
         problems.append(f"reports.timezone: unknown time zone {config.reports.timezone!r}")
+    schedule_problem = cron.check(config.reports.schedule)
+    if schedule_problem:
+        problems.append(f"reports.schedule: {schedule_problem}")
     if not 0.0 < config.quota.max_step <= 1.0:
         problems.append(f"quota.max_step: expected a fraction in (0, 1], got {config.quota.max_step}")
     return problems

@@ -7,7 +7,6 @@ import json
 from collections.abc import Sequence
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
-from zoneinfo import ZoneInfo
 
 import httpx
 import pytest
@@ -17,7 +16,7 @@ from gpusteward.clock import FakeClock
 from gpusteward.config.schema import AlertsConfig, Config, ReceiverConfig, ReportsConfig
 from gpusteward.domain import Month
 from reports import Review, build_review, write_review
-from reports.schedule import Cron, due_runs, next_firing
+from reports.schedule import due_runs, next_firing
 from service.schedule import STATE_FILE, CronReviewSchedule, read_last_run, run_scheduled_review
 from tests.reports.fixtures import demo_config, demo_outputs
 
@@ -26,17 +25,6 @@ SHANGHAI = "Asia/Shanghai"
 
 def utc(year: int, month: int, day: int, hour: int = 0, minute: int = 0) -> datetime:
     return datetime(year, month, day, hour, minute, tzinfo=UTC)
-
-
-def test_cron_fields() -> None:
-    cron = Cron.parse("*/15 8-9 1,15 * 1-5")
-    assert sorted(cron.minutes) == [0, 15, 30, 45]
-    assert sorted(cron.hours) == [8, 9]
-    assert sorted(cron.weekdays) == [1, 2, 3, 4, 5]
-    assert Cron.parse("0 0 * * 7").weekdays == frozenset({0})
-    for bad in ("0 8 1 *", "60 8 1 * *", "0 8 0 * *", "x 8 1 * *", "0 8 1 * */0"):
-        with pytest.raises(ValueError, match="cron"):
-            Cron.parse(bad)
 
 
 def test_default_schedule_fires_at_eight_local_on_the_first_for_the_month_before() -> None:
@@ -54,14 +42,12 @@ def test_catch_up_after_downtime_reviews_every_missed_month_once() -> None:
     assert due_runs("0 8 1 * *", "UTC", None, utc(2026, 12, 20)) == [Month(2026, 11)]
 
 
-def test_both_day_fields_restricted_match_either_and_spring_forward_is_skipped() -> None:
-    cron = Cron.parse("0 8 13 * 5")  # the 13th, and every Friday
-    fired = cron.firings(ZoneInfo("UTC"), utc(2026, 11, 1), utc(2026, 11, 15))
-    assert [f.day for f in fired] == [6, 13]
-    # 02:30 does not exist in New York on 8 March 2026
-    days = [f.day for f in Cron.parse("30 2 * * *").firings(
-        ZoneInfo("America/New_York"), utc(2026, 3, 7), utc(2026, 3, 10))]
-    assert days == [7, 9]
+def test_weekday_names_and_dst_in_the_review_schedule() -> None:
+    # the first Monday of each month at 08:00 New York time: 13:00 UTC in winter, 12:00 in summer
+    firsts = due_runs("0 8 * * mon#1", "America/New_York", utc(2027, 1, 1), utc(2027, 4, 1))
+    assert firsts == [Month(2026, 12), Month(2027, 1), Month(2027, 2)]
+    assert next_firing("0 8 * * mon#1", "America/New_York", utc(2027, 3, 1, 12)) == utc(2027, 3, 1, 13)
+    assert next_firing("0 8 * * mon#1", "America/New_York", utc(2027, 3, 1, 13)) == utc(2027, 4, 5, 12)
 
 
 def test_naive_instants_are_refused() -> None:

@@ -8,7 +8,7 @@ import pytest
 from gpusteward.config.protection import PeakWindow
 from sla.protection import default_lines, protection_episodes
 from sla.protection_burn import BurnRateLine
-from sla.protection_common import in_peak, parse_cron
+from sla.protection_common import in_peak
 from sla.protection_preemption import InferencePreemptionLine, TrainingPreemptionLine
 from sla.protection_queues import QueueWaitLine
 from tests.sla.builders import at, config, inputs, job, window
@@ -81,7 +81,12 @@ def test_peak_window_hours_and_cron_agree() -> None:
         in_peak(pl.col("ts"), cron)).to_series().to_list()
     assert frame.filter(in_peak(pl.col("ts"), hours)).height == 3
     with pytest.raises(ValueError, match="five fields"):
-        parse_cron("9-17 * *")
+        in_peak(pl.col("ts"), PeakWindow(name="p", cron="9-17 * *"))
+    # weekday names, and the last day of the month, as the review schedule reads them
+    named = PeakWindow(name="p", cron="* 9-11 * * sun")
+    assert frame.filter(in_peak(pl.col("ts"), named)).height == 3
+    month_end = PeakWindow(name="p", cron="* * L * *")
+    assert frame.filter(in_peak(pl.col("ts"), month_end)).height == 0  # 1 March is not the last day
 
 
 def test_peak_threshold_applies_inside_the_window_only() -> None:
