@@ -9,13 +9,15 @@ from typing import Any
 
 import click
 
-from gpusteward.config import example_config_path, load_config
+from gpusteward.config import load_config
 from gpusteward.domain import Month
 from gpusteward.errors import ConfigError, StewardError
 from service.cli_alerts import alerts
 from service.cli_collect import collect
+from service.cli_init import init
 from service.cli_options import (
     config_option,
+    config_path_of,
     db_option,
     db_path_of,
     emit,
@@ -224,8 +226,8 @@ def dashboard(config_path: str | None, db_path: str | None, port: int) -> None:
     """Serve the Streamlit dashboard on 127.0.0.1 (read-only on the warehouse)."""
     from service.dashboard import serve_dashboard
 
-    config = load(config_path)
-    serve_dashboard(db_path_of(config, db_path), config_path or example_config_path(), port=port)
+    path = config_path_of(config_path)
+    serve_dashboard(db_path_of(load(path), db_path), path, port=port)
 
 
 @cli.command()
@@ -241,6 +243,7 @@ def demo(out_dir: str, seed: int, days: int, nodes: int, serve: bool) -> None:
     run_demo(Path(out_dir), seed=seed, days=days, nodes=nodes, serve=serve)
 
 
+cli.add_command(init)
 cli.add_command(scheduler)
 cli.add_command(alerts)
 cli.add_command(serve)

@@ -2,23 +2,37 @@
 
 from __future__ import annotations
 
-import dataclasses
 import json
 import os
 from typing import Any
 
 import click
 
-from gpusteward.config import Config, example_config_path, load_config
+from gpusteward.config import Config, load_config
 from gpusteward.domain import Month
+
+NO_CONFIG = (
+    "no config: pass --config FILE or set $GPUSTEWARD_CONFIG. To start one, run `gpusteward init` "
+    "(a commented template) or `gpusteward init --from-slurm` (accounts, partitions and GPUs read from "
+    "your Slurm); `gpusteward demo` runs on a simulated fleet without one."
+)
+
+
+def config_path_of(config_path: str | None) -> str:
+    """The config named, else $GPUSTEWARD_CONFIG; neither is an error that says how to start.
+
+    There is no silent fallback to the bundled example: its teams and clusters are a simulated pool's,
+    and a command that quietly used them would report on a pool that is not the user's.
+    """
+    path = config_path or os.environ.get("GPUSTEWARD_CONFIG")
+    if not path:
+        raise click.UsageError(NO_CONFIG)
+    return path
 
 
 def load(config_path: str | None) -> Config:
-    """The config named, else $GPUSTEWARD_CONFIG, else the packaged example (paths relative to cwd)."""
-    path = config_path or os.environ.get("GPUSTEWARD_CONFIG")
-    if path:
-        return load_config(path)
-    return dataclasses.replace(load_config(example_config_path()), base_dir=os.getcwd())
+    """The config named, else $GPUSTEWARD_CONFIG (see `config_path_of`)."""
+    return load_config(config_path_of(config_path))
 
 
 def parse_month(_ctx: click.Context, _param: click.Parameter, value: str | None) -> Month | None:
@@ -35,7 +49,7 @@ config_option = click.option(
     "config_path",
     type=click.Path(dir_okay=False),
     default=None,
-    help="Config file (default: $GPUSTEWARD_CONFIG, else the bundled example for the simulated fleet).",
+    help="Config file (default: $GPUSTEWARD_CONFIG; `gpusteward init` writes one).",
 )
 db_option = click.option(
     "--db",

@@ -14,6 +14,7 @@ from service.cli_collect import collect
 from simulator.serve import LiveFleet, serving
 from tests.collectors.local_http import http_server, status
 from tests.collectors.test_scrape_inference import bumped, server_of
+from tests.configs import config_env
 from warehouse import open_warehouse
 
 NOON = datetime(2026, 10, 1, 12, tzinfo=UTC).timestamp()
@@ -31,7 +32,7 @@ def fleet_targets(tmp_path: Path) -> Iterator[Path]:
 def test_collect_once_stores_good_targets_and_exits_nonzero_on_failures(fleet_targets: Path, tmp_path: Path) -> None:
     db = tmp_path / "w.duckdb"
     with http_server(status(500)) as bad:
-        result = CliRunner().invoke(
+        result = CliRunner(env=config_env(tmp_path)).invoke(
             collect, ["--once", "--db", str(db), "--targets", str(fleet_targets), "--target", bad, "--timeout", "5"]
         )
     assert result.exit_code == 1, result.output
@@ -42,7 +43,7 @@ def test_collect_once_stores_good_targets_and_exits_nonzero_on_failures(fleet_ta
 
 
 def test_collect_needs_a_mode(tmp_path: Path) -> None:
-    result = CliRunner().invoke(collect, ["--db", str(tmp_path / "w.duckdb")])
+    result = CliRunner(env=config_env(tmp_path)).invoke(collect, ["--db", str(tmp_path / "w.duckdb")])
     assert result.exit_code == 2
     assert "either --once" in result.output
 
@@ -53,7 +54,7 @@ def test_collect_once_scrapes_inference_targets_into_windows(tmp_path: Path) -> 
     # Baseline, then every cumulative sample +4: one window of 4 requests per target.
     with server_of([bumped(0), bumped(4)]) as first, server_of([bumped(0), bumped(4)]) as second:
         sd.write_text(file_sd_document([([second], {"cluster": "lab"})]), encoding="utf-8")
-        result = CliRunner().invoke(collect, [
+        result = CliRunner(env=config_env(tmp_path)).invoke(collect, [
             "--once", "--db", str(db), "--inference-target", first, "--inference-targets", str(sd),
             "--inference-window", "0.05", "--cluster", "east",
         ])
@@ -66,7 +67,7 @@ def test_collect_once_scrapes_inference_targets_into_windows(tmp_path: Path) -> 
 
 def test_collect_once_fails_when_an_inference_target_fails(tmp_path: Path) -> None:
     with server_of([bumped(0), bumped(1)]) as good, http_server(status(503)) as bad:
-        result = CliRunner().invoke(collect, [
+        result = CliRunner(env=config_env(tmp_path)).invoke(collect, [
             "--once", "--db", str(tmp_path / "w.duckdb"), "--inference-target", good, "--inference-target", bad,
             "--inference-window", "0",
         ])
@@ -76,6 +77,6 @@ def test_collect_once_fails_when_an_inference_target_fails(tmp_path: Path) -> No
 
 
 def test_collect_once_without_any_target_says_what_to_give(tmp_path: Path) -> None:
-    result = CliRunner().invoke(collect, ["--once", "--db", str(tmp_path / "w.duckdb")])
+    result = CliRunner(env=config_env(tmp_path)).invoke(collect, ["--once", "--db", str(tmp_path / "w.duckdb")])
     assert result.exit_code == 2
     assert "--inference-target" in result.output

@@ -18,6 +18,7 @@ import duckdb
 import pytest
 
 from service.importer import import_files
+from tests.configs import example_config_in
 from tests.faults.counting import counts, small_fleet, wait_for_marker
 from warehouse import ingest as ingest_module
 from warehouse import open_warehouse
@@ -41,7 +42,7 @@ def clean_counts(fleet: Path, tmp_path_factory: pytest.TempPathFactory) -> dict[
 
 
 def _import(db: Path, fleet: Path, log: Path, *, paused_at: tuple[Path, int] | None = None) -> subprocess.Popen[bytes]:
-    args = ["import", "--db", str(db), str(fleet)]
+    args = ["import", "--config", example_config_in(db.parent), "--db", str(db), str(fleet)]
     head = ["-m", "tests.faults.paused", str(paused_at[0]), str(paused_at[1])] if paused_at else ["-c", IMPORT]
     with log.open("ab") as out:
         return subprocess.Popen([sys.executable, *head, *args], stdout=out, stderr=subprocess.STDOUT, cwd=ROOT)

@@ -20,6 +20,7 @@ from collectors.backfill import backfill
 from collectors.promapi import CLOSED, PromApiError, PromClient, PromUnavailableError
 from service import cli_collect
 from tests.collectors.local_http import http_server, text
+from tests.configs import config_env
 from tests.faults.fake_prometheus import GPUS, HOSTS, XID_AT, FakePrometheus, serving
 from warehouse import open_warehouse
 from warehouse.watermarks import get_watermark
@@ -123,7 +124,7 @@ def _collect(db: Path, url: str, end: datetime) -> tuple[int, str]:
         "--cluster",
         "east",
     ]
-    result = CliRunner().invoke(cli_collect.collect, args)
+    result = CliRunner(env=config_env(db.parent)).invoke(cli_collect.collect, args)
     assert result.exception is None or isinstance(result.exception, SystemExit), result.exception
     return result.exit_code, result.output
 

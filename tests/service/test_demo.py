@@ -87,7 +87,8 @@ def test_review_names_the_starving_queue_and_the_idle_notebooks(demo_dir: Path) 
 
 
 def test_status_shows_the_exporter_outage_as_missing_minutes(demo_dir: Path) -> None:
-    result = run("status", "--db", str(demo_dir / "gpusteward.duckdb"), "--json")
+    result = run("status", "--config", str(demo_dir / "gpusteward.toml"), "--db", str(demo_dir / "gpusteward.duckdb"),
+                 "--json")
     assert result.exit_code == 0, result.output
     status = json.loads(result.output)
     west = next(r for r in status["completeness"] if r["cluster"] == "west" and r["month"] == "2026-10")
@@ -97,12 +98,12 @@ def test_status_shows_the_exporter_outage_as_missing_minutes(demo_dir: Path) -> 
 
 
 def test_importing_the_same_files_again_changes_no_row_count(demo_dir: Path) -> None:
-    db = str(demo_dir / "gpusteward.duckdb")
-    before = json.loads(run("status", "--db", db, "--json").output)["tables"]
-    again = run("import", "--db", db, str(demo_dir / "data"))
+    db, config = str(demo_dir / "gpusteward.duckdb"), str(demo_dir / "gpusteward.toml")
+    before = json.loads(run("status", "--config", config, "--db", db, "--json").output)["tables"]
+    again = run("import", "--config", config, "--db", db, str(demo_dir / "data"))
     assert again.exit_code == 0, again.output
     assert "new rows: " in again.output
-    after = json.loads(run("status", "--db", db, "--json").output)["tables"]
+    after = json.loads(run("status", "--config", config, "--db", db, "--json").output)["tables"]
     for table in ("gpus", "gpu_minutes", "jobs", "job_events", "inference_windows", "quota_snapshots"):
         assert after[table]["rows"] == before[table]["rows"], table
 

@@ -12,6 +12,7 @@ from click.testing import CliRunner
 
 from service.cli import cli
 from simulator import simulate
+from tests.configs import config_env
 
 
 @pytest.fixture(scope="module")
@@ -22,7 +23,7 @@ def small_fleet(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 def status_rows(db: Path) -> dict[str, int]:
-    result = CliRunner().invoke(cli, ["status", "--db", str(db), "--json"])
+    result = CliRunner(env=config_env(db.parent)).invoke(cli, ["status", "--db", str(db), "--json"])
     assert result.exit_code == 0, result.output
     return {name: entry["rows"] for name, entry in json.loads(result.output)["tables"].items()}
 
@@ -34,7 +35,7 @@ def dcgm_files(root: Path) -> list[Path]:
 def test_a_malformed_line_is_named_and_earlier_files_stay(small_fleet: Path, tmp_path: Path) -> None:
     db = tmp_path / "w.duckdb"
     good = dcgm_files(small_fleet)[0]
-    ok = CliRunner().invoke(cli, ["import", "--db", str(db), str(good)])
+    ok = CliRunner(env=config_env(db.parent)).invoke(cli, ["import", "--db", str(db), str(good)])
     assert ok.exit_code == 0, ok.output
     stored = status_rows(db)["gpu_minutes"]
     assert stored > 0
@@ -43,7 +44,7 @@ def test_a_malformed_line_is_named_and_earlier_files_stay(small_fleet: Path, tmp
     lines[41] = 'DCGM_FI_DEV_GPU_UTIL{gpu="0" oops 12 1790000000.000\n'
     bad = tmp_path / "bad.om.gz"
     bad.write_bytes(gzip.compress("".join(lines).encode()))
-    result = CliRunner().invoke(cli, ["import", "--db", str(db), str(bad)])
+    result = CliRunner(env=config_env(db.parent)).invoke(cli, ["import", "--db", str(db), str(bad)])
     assert result.exit_code == 1
     assert f"{bad}:42:" in result.output
     assert status_rows(db)["gpu_minutes"] == stored
@@ -56,7 +57,8 @@ def test_a_truncated_file_is_an_error_naming_the_file(small_fleet: Path, tmp_pat
     truncated.write_bytes(source[: len(source) // 2])
     cut_text = tmp_path / "cut.om"
     cut_text.write_text(gzip.decompress(source).decode()[:5000].rsplit("\n", 1)[0] + "\n")
-    result = CliRunner().invoke(cli, ["import", "--db", str(db), str(truncated), str(cut_text)])
+    args = ["import", "--db", str(db), str(truncated), str(cut_text)]
+    result = CliRunner(env=config_env(db.parent)).invoke(cli, args)
     assert result.exit_code == 1
     assert str(truncated) in result.output
     assert str(cut_text) in result.output
@@ -69,7 +71,7 @@ def test_malformed_sacct_json_is_named(small_fleet: Path, tmp_path: Path) -> Non
     text = gzip.decompress(sacct.read_bytes()).decode()
     broken = tmp_path / "sacct-broken.json"
     broken.write_text(text[: len(text) // 3])
-    result = CliRunner().invoke(cli, ["import", "--db", str(db), str(sacct), str(broken)])
+    result = CliRunner(env=config_env(db.parent)).invoke(cli, ["import", "--db", str(db), str(sacct), str(broken)])
     assert result.exit_code == 1
     assert str(broken) in result.output
     assert status_rows(db)["jobs"] > 0
