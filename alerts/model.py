@@ -10,11 +10,11 @@ from __future__ import annotations
 import hashlib
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
-from fnmatch import fnmatchcase
 from typing import Any, Literal
 
 import polars as pl
 
+from gpusteward.config.protection import configured_lines
 from gpusteward.config.schema import Config
 from gpusteward.durations import format_duration
 from sla.common import naive_utc
@@ -105,11 +105,7 @@ def _summary(line: str, ep: dict[str, Any]) -> str:
 
 def _configured(config: Config, line: str, subject: str) -> list[Any]:
     """The configured lines of this kind whose subject pattern matches `subject`."""
-    known = _LINES.get(line)
-    if known is None:
-        return []
-    _, _, section, field = known
-    return [c for c in getattr(config.protection, section, ()) if fnmatchcase(subject, str(getattr(c, field, "*")))]
+    return configured_lines(config.protection, line, subject)
 
 
 def _receivers(config: Config, line: str, subject: str) -> tuple[str, ...]:
@@ -122,29 +118,29 @@ def _receivers(config: Config, line: str, subject: str) -> tuple[str, ...]:
     return tuple(names)
 
 
-def _resolve_after(config: Config, line: str, subject: str) -> timedelta:
-    """How long a breach of the line may be clear and still be the same episode (0 for unknown lines)."""
-    return max((c.resolve_after for c in _configured(config, line, subject)), default=timedelta(0))
+def _keep_firing_for(config: Config, line: str, subject: str) -> timedelta:
+    """How long the alert stays firing after its condition last held (Prometheus keep_firing_for; 0: unknown line)."""
+    return max((c.keep_firing_for for c in _configured(config, line, subject)), default=timedelta(0))
 
 
 def alerts_from_episodes(episodes: pl.DataFrame, config: Config, *, data_end: datetime | None = None) -> list[Alert]:
-    """One alert per BREACH_EPISODES row.
+    """One alert per BREACH_EPISODES row (the lines join breaches into one row only within `keep_firing_for`).
 
-    An episode still going on at the end of the data (it ends at or after `data_end`, the exclusive
+    A breach still going on at the end of the data (it ends at or after `data_end`, the exclusive
     end of the telemetry, as in EvaluationInputs) is firing; so is one that cleared less than its
-    line's `resolve_after` before `data_end`, since a recurrence would still join it: resolving it
-    now would page again under the same fingerprint when it comes back. Every other episode is
-    resolved at its end.
+    line's `keep_firing_for` before `data_end`, as Prometheus keeps such an alert firing. Every other
+    breach is resolved at its end: the alert resolves when its condition clears. The review's
+    episodes (`sla.protection_episodes.review_episodes`) group recurrences without touching this.
     """
     alerts: list[Alert] = []
     last = None if data_end is None else naive_utc(data_end)
     for ep in episodes.sort("line", "subject", "start").iter_rows(named=True):
         line, subject = ep["line"], ep["subject"]
-        firing = last is not None and ep["end"] + _resolve_after(config, line, subject) >= last
+        firing = last is not None and ep["end"] + _keep_firing_for(config, line, subject) >= last
         if not firing:
             state = "to " + rfc3339(ep["end"])
         elif last is not None and ep["end"] < last:
-            state = f"and is not resolved: clear since {rfc3339(ep['end'])}, within the line's resolve_after"
+            state = f"and is not resolved: clear since {rfc3339(ep['end'])}, within the line's keep_firing_for"
         else:
             state = "and still is"
         subject_label = _LINES[line][1] if line in _LINES else "subject"
@@ -164,6 +160,11 @@ def alerts_from_episodes(episodes: pl.DataFrame, config: Config, *, data_end: da
             "evidence": ep["evidence"] or "",
             "fallback": ep["fallback"] or "",
         }
+        # A fallback written per language rides along as fallback_<lang> (e.g. fallback_zh).
+        for cfg_line in _configured(config, line, subject)[:1]:
+            if str(cfg_line.fallback) == ep["fallback"]:
+                annotations |= {f"fallback_{lang}": text for lang, text in cfg_line.fallback.translations
+                                if lang != "en"}
         alerts.append(
             Alert(
                 fingerprint=fingerprint(line, subject, ep["start"]),

@@ -6,6 +6,7 @@ from collections.abc import Sequence
 
 import polars as pl
 
+from gpusteward.config.protection import configured_lines
 from gpusteward.config.schema import Config
 from gpusteward.domain import UNATTRIBUTED
 from gpusteward.indicators import INDICATORS, Direction, Unit
@@ -118,6 +119,14 @@ class Context:
             return Term("team", UNATTRIBUTED)
         team = self.config.teams.get(key)
         return Text(team.display_name if team and team.display_name else key)
+
+    def fallback(self, line: str, subject: str, stored: str | None) -> Text:
+        """A breach's recommended action: the stored text, in every language the configured line gives it."""
+        configured = configured_lines(self.config.protection, line, subject)
+        texts = next((c.fallback for c in configured if str(c.fallback) == stored), None)
+        if texts is None:
+            return Text(stored or "")
+        return Text(stored or texts.default, translations=texts.translations)
 
     def subject(self, kind: str | None, subject: str | None) -> Text | Term:
         if kind == "team":

@@ -13,7 +13,7 @@ import polars as pl
 
 from reports.context import Context
 from reports.evidence import Evidence, nullable_sum, overall_coverage, ratio
-from reports.model import Cell, Chart, Series, Term, Text
+from reports.model import Cell, Chart, Message, Series, Term, Text
 
 QUEUE_SERIES = ("queue_wait_p50", "queue_wait_p95", "queue_wait_max")
 SERVICE_SERIES = ("latency_p95", "latency_p99")
@@ -92,7 +92,7 @@ def team_share_chart(ctx: Context, usage: pl.DataFrame) -> Chart | None:
     series = (Series(Term("col", "share_of_pool"), used), Series(Term("col", "entitled_share"), entitled))
     clusters = sorted({str(c) for c in usage["cluster"].to_list() if c is not None})
     coverage = overall_coverage(ctx.frame("completeness"), "jobs", clusters)
-    note = ctx.notes.ref(Evidence("usage", usage.height, coverage, None, "by team; entitled shares from the config"))
+    note = ctx.notes.ref(Evidence("usage", usage.height, coverage, Message("evidence.usage_by_team")))
     categories: tuple[Cell, ...] = tuple(ctx.team(k) for k in keys)
     return Chart("team_share", "bars", categories, series, percent=True, note=note)
 
@@ -170,7 +170,7 @@ def daily_charts(ctx: Context, daily: pl.DataFrame) -> tuple[Chart, ...]:
     categories: tuple[Cell, ...] = tuple(Text(str(d.day)) for d in days)
     clusters = sorted({str(c) for c in ctx.frame("usage")["cluster"].to_list() if c is not None})
     coverage = overall_coverage(ctx.frame("completeness"), "jobs", clusters)
-    note = ctx.notes.ref(Evidence("daily_usage", daily.height, coverage, None, "by day (UTC) and scenario"))
+    note = ctx.notes.ref(Evidence("daily_usage", daily.height, coverage, Message("evidence.daily_by_scenario")))
     charts = [
         Chart(
             "daily_gpu_hours",
@@ -184,10 +184,10 @@ def daily_charts(ctx: Context, daily: pl.DataFrame) -> tuple[Chart, ...]:
         allocated = sum(hours.values()) * 60.0
         measured = float(per["util_minutes"].sum() or 0)
         measured_rows = daily.filter(pl.col("util_minutes") > 0).height
-        pointer = "by day (UTC) and scenario; allocated GPU-minutes with telemetry"
-        util_note = ctx.notes.ref(
-            Evidence("daily_usage", measured_rows, _at_most_one(ratio(measured, allocated)), None, pointer)
-        )
+        util_note = ctx.notes.ref(Evidence(
+            "daily_usage", measured_rows, _at_most_one(ratio(measured, allocated)),
+            Message("evidence.daily_utilisation"),
+        ))
         series = tuple(
             Series(Term("scenario", s), tuple(util.get((d, s)) for d in days))
             for s in scenarios

@@ -21,6 +21,7 @@ import polars as pl
 
 from gpusteward.domain import Scenario
 from reports.context import Context
+from reports.data_text import data_text
 from reports.evidence import Evidence, ratio
 from reports.model import SEVERITY_ORDER, Cell, Finding, Message, Quantity, QuantityKind, Severity, Term, Text
 from sla.capacity import NEAR_CAPACITY
@@ -143,7 +144,7 @@ def _from_episodes(ctx: Context) -> list[_Candidate]:
             ("duration", Quantity(float(group["minutes"].sum()) * 60, "duration")),
             ("worst", Quantity(_num(worst), kind)),
             ("threshold", Quantity(_num(group["threshold"].min()), kind)),
-            ("fallback", Text(fallback)),
+            ("fallback", ctx.fallback(line_s, subject_s, fallback)),
         )
         pointers = sorted({e for e in group["evidence"].to_list() if e})
         ev = Evidence("breach_episodes", group.height, ctx.gpu_coverage.get(subject_s), None, "; ".join(pointers))
@@ -175,7 +176,7 @@ def _from_completeness(ctx: Context) -> list[_Candidate]:
             ("missing", Quantity(missing, "count")),
             ("expected", Quantity(expected, "count")),
             ("share", Quantity(share, "percent")),
-            ("detail", Text(row["detail"] or "")),
+            ("detail", data_text(row["detail"] or "", "data.completeness")),
         )
         ev = Evidence("completeness", present, ratio(present, expected), None, row["detail"] or "")
         out.append(_Candidate(sev, "gap", str(row["cluster"]), key, params, ev, "completeness"))

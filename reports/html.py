@@ -15,7 +15,7 @@ from functools import cache
 import jinja2
 from markupsafe import Markup
 
-from reports.fonts import FONTS
+from reports.fonts import FONTS, chinese_family
 from reports.locale import LANGS, Formatter, Lang
 from reports.model import Cell, Chart, Footnote, Heading, Message, Review, Row, Table
 from reports.plot import render_svg
@@ -81,6 +81,12 @@ class HtmlView:
 
     def title(self) -> Markup:
         return _trusted(self.fmt.t("review.title", month=self.fmt.month(self.review.month)))
+
+    def missing_font_note(self) -> Markup:
+        """A Chinese edition drawn without a CJK font says so at the top (its charts show boxes)."""
+        if self.lang != "zh" or chinese_family() is not None:
+            return _trusted("")
+        return _trusted(f'<p class="font-note">{_escape(self.fmt.t("render.no_cjk_font"))}</p>')
 
     def period(self) -> Markup:
         month = self.review.month

@@ -155,7 +155,7 @@ class Formatter:
         if isinstance(cell, Quantity):
             return self.quantity(cell)
         if isinstance(cell, Text):
-            text = self._escape(cell.value)
+            text = self._escape(dict(cell.translations).get(self.lang, cell.value))
             return self._strong(text) if cell.strong and text else text
         if isinstance(cell, Term):
             return self.term(cell.group, cell.name)

@@ -36,6 +36,8 @@ class Text:
 
     value: str
     strong: bool = False
+    translations: tuple[tuple[str, str], ...] = ()
+    """Text a user wrote in several languages (config fallbacks): (language, text); `value` otherwise."""
 
 
 @dataclass(frozen=True)

@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 from reports.context import Context
+from reports.data_text import data_text
 from reports.evidence import Evidence, ratio
 from reports.findings import line_kind
 from reports.model import Block, Cell, Column, Message, Moment, Quantity, Row, Section, Table, Term, Text
+from sla.protection_episodes import review_episodes
 
 
 def build_breaches(ctx: Context) -> Section:
@@ -19,6 +21,8 @@ def build_breaches(ctx: Context) -> Section:
         if ctx.unavailable("completeness") is not None:
             return Section("breaches", unavailable=Message("reason.no_telemetry"))
         return Section("breaches", (Message("breaches.none"),))
+    # One row per episode: a line's alerts on one subject grouped by the line's episode_gap.
+    episodes = review_episodes(episodes, ctx.config)
     rows: list[Row] = []
     for row in episodes.sort(["start", "line", "subject"], nulls_last=True).iter_rows(named=True):
         kind = line_kind(row["line"])
@@ -28,18 +32,21 @@ def build_breaches(ctx: Context) -> Section:
             Text(str(row["subject"])),
             Moment(row["start"]),
             Quantity(minutes * 60 if minutes is not None else None, "duration"),
+            Quantity(row["alerts"], "count"),
             Quantity(row["worst_value"], kind),
             Quantity(row["threshold"], kind),
             Term("severity", row["severity"]),
-            Text(row["fallback"] or ""),
+            ctx.fallback(str(row["line"]), str(row["subject"]), row["fallback"]),
         )
-        ev = Evidence("breach_episodes", 1, ctx.gpu_coverage.get(str(row["subject"])), None, row["evidence"] or "")
+        coverage = ctx.gpu_coverage.get(str(row["subject"]))
+        ev = Evidence("breach_episodes", row["alerts"], coverage, None, row["evidence"] or "")
         rows.append(Row(cells, ctx.notes.ref(ev)))
     columns = (
         Column("col.line"),
         Column("col.subject"),
         Column("col.start"),
         Column("col.duration", numeric=True),
+        Column("col.alerts", numeric=True),
         Column("col.worst", numeric=True),
         Column("col.threshold", numeric=True),
         Column("col.severity"),
@@ -100,7 +107,7 @@ def build_completeness(ctx: Context) -> Section:
             Quantity(row["present"], "count"),
             Quantity(row["missing"], "count"),
             Quantity(ratio(row["present"], row["expected"]), "percent"),
-            Text(row["detail"] or "—"),
+            data_text(row["detail"], "data.completeness") if row["detail"] else Text("—"),
         )
         rows.append(Row(cells))
     columns = (

@@ -114,9 +114,11 @@ def _states(group: pl.DataFrame) -> Text:
     return Text(", ".join(f"{r['state']} {r['records']}" for r in by.iter_rows(named=True)))
 
 
-def _failure_note(ctx: Context, group: pl.DataFrame, coverage: float | None, pointer: str) -> int:
+def _failure_note(ctx: Context, group: pl.DataFrame, coverage: float | None, detail: Message | str) -> int:
     records = group["records"].sum()
-    return ctx.notes.ref(Evidence("failures", int(records or 0), coverage, None, pointer))
+    if isinstance(detail, Message):
+        return ctx.notes.ref(Evidence("failures", int(records or 0), coverage, detail))
+    return ctx.notes.ref(Evidence("failures", int(records or 0), coverage, None, detail))
 
 
 def _failed_jobs(ctx: Context) -> list[Block]:
@@ -140,8 +142,9 @@ def _failed_jobs(ctx: Context) -> list[Block]:
             Quantity(row["records"], "count"),
             _states(group),
         )
-        pointer = f"jobs ended in the month in a failure state, scenario={row['scenario']} team={row['team']}"
-        rows.append(Row(cells, _failure_note(ctx, group, coverage, pointer)))
+        detail = Message("evidence.failed_records", (("scenario", Term("scenario", row["scenario"])),
+                                                      ("team", ctx.team(row["team"]))))
+        rows.append(Row(cells, _failure_note(ctx, group, coverage, detail)))
     by_team = Table(
         (Column("col.scenario"), Column("col.team"), Column("col.failed_records", numeric=True),
          Column("col.final_states")),

@@ -10,6 +10,7 @@ drawn: the HTML figure caption carries it, as selectable text.
 from __future__ import annotations
 
 import io
+import warnings
 from collections.abc import Sequence
 from typing import Any
 
@@ -66,10 +67,15 @@ def _tick(fmt: Formatter, percent: bool) -> FuncFormatter:
 
 
 def render_svg(chart: Chart, fmt: Formatter) -> str:
-    """The chart as an SVG document in the formatter's language."""
-    if fmt.lang == "zh":
-        chinese_family()  # registers a CJK font installed after matplotlib cached the font list
-    with mpl.rc_context(_STYLE):
+    """The chart as an SVG document in the formatter's language.
+
+    Without a CJK font a Chinese chart draws boxes. That is said once (`chinese_family` logs it, and
+    the HTML and PDF carry a note), so matplotlib's warning for every missing glyph is not repeated.
+    """
+    no_cjk_font = fmt.lang == "zh" and chinese_family() is None  # registers a CJK font installed late
+    with mpl.rc_context(_STYLE), warnings.catch_warnings():
+        if no_cjk_font:
+            warnings.filterwarnings("ignore", message=r"Glyph \d+ .*missing from font", category=UserWarning)
         return _draw_lines(chart, fmt) if chart.kind == "lines" else _draw(chart, fmt)
 
 

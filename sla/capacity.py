@@ -14,13 +14,14 @@
 from __future__ import annotations
 
 import math
-import re
 import statistics
+from collections.abc import Sequence
 from datetime import datetime
 from typing import Any
 
 import polars as pl
 
+from gpusteward.config.inference import ServiceJobRule
 from gpusteward.config.schema import Config
 from gpusteward.domain import Scenario
 from gpusteward.indicators import INDICATORS
@@ -42,6 +43,7 @@ from sla.histogram import quantiles_of, summed_histograms
 from sla.inputs import GPU_INVENTORY, EvaluationInputs
 from sla.minute_digest import minute_digest
 from sla.protection import cluster_gpus, held_per_minute, holders, inference_reserve_episodes
+from sla.service_jobs import ServiceMatcher
 
 _INFERENCE = Scenario.ONLINE_INFERENCE.value
 
@@ -219,18 +221,11 @@ def capacity_headroom(slots: pl.DataFrame) -> tuple[float | None, str]:
     )
 
 
-def _service_pattern(service: str) -> re.Pattern[str]:
-    names = {service, service.rsplit("/", 1)[-1]}
-    alternatives = "|".join(re.escape(n) for n in sorted(names, key=len, reverse=True))
-    return re.compile(rf"(?<![A-Za-z0-9])(?:{alternatives})(?![A-Za-z0-9])", re.IGNORECASE)
-
-
-def serving_jobs(jobs: pl.DataFrame, services: list[str], window: Window) -> pl.DataFrame:
-    """Online-inference job records that held GPUs in the window, with the `service` each one serves.
-
-    A job serves the service whose name (or the part after its last "/") appears as a whole word in
-    the job's name or comment, as `vllm serve MODEL` or `vllm-<model>-<replica>` put it; the longest
-    match wins (so "chat-70b" beats "chat"). Jobs naming no service are left out.
+def serving_jobs(
+    jobs: pl.DataFrame, services: list[str], window: Window, rules: Sequence[ServiceJobRule]
+) -> pl.DataFrame:
+    """Online-inference job records that held GPUs in the window, with the `service` each one serves
+    by the configured `inference.service_jobs` rules (sla/service_jobs.py); jobs no rule ties are left out.
     """
     held = with_overlap(
         jobs.filter(
@@ -240,11 +235,8 @@ def serving_jobs(jobs: pl.DataFrame, services: list[str], window: Window) -> pl.
         ),
         window,
     ).filter(pl.col("held_s") > 0)
-    patterns = sorted(((s, _service_pattern(s)) for s in services), key=lambda p: len(p[0]), reverse=True)
-    served: list[str | None] = []
-    for name, comment in held.select("name", "comment").iter_rows():
-        text = f"{name or ''} {comment or ''}"
-        served.append(next((s for s, p in patterns if p.search(text)), None))
+    matcher = ServiceMatcher(rules, services)
+    served = [matcher.service_of(job) for job in held.iter_rows(named=True)]
     return held.with_columns(pl.Series("service", served, dtype=pl.Utf8)).filter(pl.col("service").is_not_null())
 
 
@@ -282,7 +274,7 @@ def service_capacity_rows(
     p99_slo = slo_for(config, _INFERENCE, "latency_p99")
     slots = service_slots(frame, p99_slo.threshold if p99_slo else None)
     services = sorted(slots["service"].unique().to_list())
-    jobs = serving_jobs(classified_jobs(inputs, config), services, window)
+    jobs = serving_jobs(classified_jobs(inputs, config), services, window, config.inference.service_jobs)
     all_inference = with_overlap(
         classified_jobs(inputs, config).filter(
             (pl.col("scenario") == _INFERENCE) & (pl.col("gpus_allocated").fill_null(0) > 0)
@@ -318,7 +310,8 @@ def service_capacity_rows(
             gpu_text = (f"{gpus:.1f} GPUs on average: {gpu_s / 3600:,.0f} GPU-hours of {served.height} job records "
                         f"naming it ({ids}{more})")
         else:
-            gpu_text = "no online-inference job record names this service"
+            gpu_text = ("no online-inference job record is tied to this service by the inference.service_jobs rules"
+                        if config.inference.service_jobs else "no inference.service_jobs rule ties jobs to services")
         rows.append(result_row(**common, indicator="gpus_serving", value=gpus, objective=None, evidence=gpu_text))
         value, text = capacity_headroom(mine)
         held = all_inference.filter(pl.col("cluster") == cluster)

@@ -82,9 +82,9 @@ def held_per_minute(held: pl.DataFrame, window: Window) -> pl.DataFrame:
 
 def _episodes(per_minute: pl.DataFrame, line: InferenceReserveLine) -> list[dict[str, Any]]:
     """Runs of consecutive minutes below the reserve, joined into episodes by the line's `for` and
-    `resolve_after`; each carries the minutes' `available` and `limit` as lists."""
+    `keep_firing_for`; each carries the minutes' `available` and `limit` as lists."""
     breach = per_minute.filter(pl.col("available") < pl.col("limit")).select("ts", "available", "limit")
-    return join_runs(minute_runs(breach), [], for_=line.for_, resolve_after=line.resolve_after)
+    return join_runs(minute_runs(breach), [], for_=line.for_, keep_firing_for=line.keep_firing_for)
 
 
 def _clock(moment: datetime) -> str:

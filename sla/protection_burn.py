@@ -104,7 +104,7 @@ class BurnRateLine:
         flagged = series.with_columns(*fired, *rates).filter(pl.any_horizontal(pl.col("^_f.*$")))
         flagged = flagged.select("ts", pl.col("^_f.*$"), pl.col("^_r.*$"))
         out: list[dict[str, Any]] = []
-        for ep in join_runs(minute_runs(flagged), [], for_=timedelta(0), resolve_after=line.resolve_after):
+        for ep in join_runs(minute_runs(flagged), [], for_=timedelta(0), keep_firing_for=line.keep_firing_for):
             hit = [k for k in range(len(line.windows)) if any(ep[f"_f{k}"])]
             worst = max(max(ep[f"_r{k}"]) for k in hit)
             pairs = ", ".join(

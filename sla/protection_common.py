@@ -2,9 +2,9 @@
 runs into episodes, and the BREACH_EPISODES row.
 
 A line finds its breach runs (`minute_runs` for minute flags, `merge_intervals` for [start, end)
-intervals) and hands them to `join_runs`, which applies the line's `for` and `resolve_after` the
+intervals) and hands them to `join_runs`, which applies the line's `for` and `keep_firing_for` the
 way an alert lives: a run must last `for` before it opens an episode; once open, the episode takes
-every run that starts within `resolve_after` of its last breaching minute, however short. So a
+every run that starts within `keep_firing_for` of its last breaching minute, however short. So a
 breach that clears for a moment and comes back is one alert, not one per recurrence.
 
 Kept free of any one line's rules, so an add-on line uses them the way the built-ins do.
@@ -21,6 +21,7 @@ import polars as pl
 from gpusteward import cron
 from gpusteward.config.protection import PeakWindow
 from gpusteward.config.schema import Config
+from gpusteward.config.texts import LocalText
 from gpusteward.tables import TS
 from sla.results import BREACH_EPISODES
 
@@ -115,7 +116,7 @@ def merge_intervals(intervals: pl.DataFrame, keys: Iterable[str]) -> pl.DataFram
 
 
 def join_runs(
-    runs: pl.DataFrame, keys: Iterable[str], *, for_: timedelta, resolve_after: timedelta
+    runs: pl.DataFrame, keys: Iterable[str], *, for_: timedelta, keep_firing_for: timedelta
 ) -> list[dict[str, Any]]:
     """Breach runs (keys, start, end, and any other columns; runs of one key do not overlap) joined
     into episodes as described in the module docstring.
@@ -134,7 +135,7 @@ def join_runs(
         key = tuple(run[k] for k in by)
         length: timedelta = run["end"] - run["start"]
         joins = (
-            current is not None and current["_key"] == key and run["start"] - current["end"] <= resolve_after
+            current is not None and current["_key"] == key and run["start"] - current["end"] <= keep_firing_for
         )
         if current is not None and joins:
             current["end"] = max(current["end"], run["end"])
@@ -159,14 +160,15 @@ def join_runs(
 
 def episode_row(
     line: str, subject: str, start: datetime, end: datetime, *, worst: float, threshold: float,
-    severity: str, fallback: str, evidence: str, breached: timedelta | None = None,
+    severity: str, fallback: str | LocalText, evidence: str, breached: timedelta | None = None,
 ) -> dict[str, Any]:
-    """One BREACH_EPISODES row; `minutes` counts the breaching time (`breached`, default end - start)."""
+    """One BREACH_EPISODES row; `minutes` counts the breaching time (`breached`, default end - start).
+    A fallback given per language is stored in its default language; reports look up the others."""
     lasted = end - start if breached is None else breached
     return {
         "line": line, "subject": subject, "start": start, "end": end,
         "minutes": round(lasted / timedelta(minutes=1)), "worst_value": worst, "threshold": threshold,
-        "severity": severity, "fallback": fallback, "evidence": evidence,
+        "severity": severity, "fallback": str(fallback), "evidence": evidence,
     }
 
 

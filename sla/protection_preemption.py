@@ -74,7 +74,7 @@ class TrainingPreemptionLine:
                 .filter((pl.col("n") >= line.min_records) & (pl.col("ratio") > pl.col("limit")))
                 .select("ts", "ratio", "limit", "n", "bad")
             )
-            for ep in join_runs(minute_runs(frame), [], for_=line.for_, resolve_after=line.resolve_after):
+            for ep in join_runs(minute_runs(frame), [], for_=line.for_, keep_firing_for=line.keep_firing_for):
                 worst = max(ep["ratio"])
                 at = ep["ratio"].index(worst)
                 evidence = (
@@ -128,7 +128,7 @@ class InferencePreemptionLine:
         for cluster, line in lines.items():
             runs = merge_intervals(intervals.filter(pl.col("cluster") == cluster), ["cluster"])
             rows.extend(self._rows(line, join_runs(runs, ["cluster"], for_=timedelta(0),
-                                                   resolve_after=line.resolve_after)))
+                                                   keep_firing_for=line.keep_firing_for)))
         return episodes_frame(rows)
 
     def _rows(self, line: InferencePreemptionConfig, episodes: list[dict[str, Any]]) -> list[dict[str, Any]]:

@@ -3,13 +3,13 @@
 - queue_wait: a job breaches from the moment its wait (from eligible, else submit) crosses the limit
   until it starts (or the end of the window while it still waits). The breaches of one queue
   ("cluster/partition") that overlap or touch form one run: the queue was starving throughout. Runs
-  less than the line's `resolve_after` apart join one episode (default a week): a queue that lets
+  less than the line's `keep_firing_for` apart join one episode (default a week): a queue that lets
   its jobs through for a while and starves them again has not recovered. A job that became eligible inside the peak
   window gets `peak_max_wait` instead.
 - interactive_limits: a session breaches from the end of its idle limit (an idle run longer than
   `idle_limit`) until the run ends, and from `lifecycle_limit` after its start until it ends. The
   breaches of one team's sessions that overlap or touch form one run per team; runs less than
-  `resolve_after` apart join one episode (default a week: the habit pauses over weekends, not for good).
+  `keep_firing_for` apart join one episode (default a week: the habit pauses over weekends, not for good).
 """
 
 from __future__ import annotations
@@ -79,7 +79,7 @@ class QueueWaitLine:
                 .select("queue", "start", "end", "job_id", "wait_s", "limit_s")
             )
             runs = merge_intervals(waited, ["queue"])
-            for ep in join_runs(runs, ["queue"], for_=line.for_, resolve_after=line.resolve_after):
+            for ep in join_runs(runs, ["queue"], for_=line.for_, keep_firing_for=line.keep_firing_for):
                 order = sorted(range(len(ep["job_id"])), key=lambda i: (-ep["wait_s"][i], ep["job_id"][i]))
                 named = ", ".join(
                     f"job {ep['job_id'][i]} waited {human_duration(ep['wait_s'][i])}" for i in order[:_MAX_NAMED]
@@ -133,7 +133,7 @@ class InteractiveLimitsLine:
                 pl.max_horizontal("start", pl.lit(window.start)).alias("start")
             ).filter(pl.col("end") > pl.col("start"))
             runs = merge_intervals(breaches, ["team"])
-            for ep in join_runs(runs, ["team"], for_=line.for_, resolve_after=line.resolve_after):
+            for ep in join_runs(runs, ["team"], for_=line.for_, keep_firing_for=line.keep_firing_for):
                 jobs = sorted(set(ep["_job"]))
                 n_idle = len({j for j, w in zip(ep["_job"], ep["_why"], strict=True) if w == "idle"})
                 evidence = (

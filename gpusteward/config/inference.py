@@ -83,9 +83,32 @@ class InferenceMappingConfig:
 
 
 @dataclass(frozen=True)
+class ServiceJobRule:
+    """Which scheduler jobs serve which inference service; conditions all hold, the first rule that matches wins."""
+
+    service: str | None = opt(
+        None, "the service the matched jobs serve; unset: the (?P<service>...) group of job_name, else name_has_service"
+    )
+    job_name: str | None = opt(None, "regular expression searched in the job name; may capture (?P<service>...)")
+    name_has_service: bool = opt(
+        False, "the job serves the known service whose name (or its part after the last /) is a whole word of the "
+        "job's name or comment; the longest wins"
+    )
+    cluster: str | None = opt(None, "glob on the cluster")
+    partition: str | None = opt(None, "glob on the Slurm partition")
+    account: str | None = opt(None, "glob on the Slurm account")
+    qos: str | None = opt(None, "glob on the Slurm QOS")
+    namespace: str | None = opt(None, "glob on the Kubernetes namespace (records without one never match)")
+    labels: dict[str, str] = opt({}, "label globs that must all match (records without labels never match)")
+
+
+@dataclass(frozen=True)
 class InferenceConfig:
     mappings: list[InferenceMappingConfig] = opt(
         [], "metric mappings of inference servers beyond the built-ins (docs/collectors.md#inference)"
+    )
+    service_jobs: list[ServiceJobRule] = opt(
+        [], "rules tying online-inference jobs to the services they serve (GPUs per service); none: not tied"
     )
 
 

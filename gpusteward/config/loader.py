@@ -14,6 +14,7 @@ from typing import Any
 
 from gpusteward.config.schema import FIELD_ALIASES, Config
 from gpusteward.config.semantics import check_semantics
+from gpusteward.config.texts import LocalText
 from gpusteward.durations import parse_duration
 from gpusteward.errors import ConfigError
 from gpusteward.indicators import INDICATORS, Unit
@@ -95,6 +96,8 @@ def _build(tp: Any, value: Any, path: str, problems: list[str]) -> Any:
                 continue
             out[key] = _build(item_tp, v, _join(path, str(k)), problems)
         return out
+    if tp is LocalText:
+        return _build_text(value, path, problems)
     if dataclasses.is_dataclass(tp):
         return _build_dataclass(tp, value, path, problems)
     return _build_scalar(tp, value, path, problems)
@@ -140,6 +143,14 @@ def _build_scalar(tp: Any, value: Any, path: str, problems: list[str]) -> Any:
         problems.append(f"{path}: expected a string, got {_describe(value)}")
         return _INVALID
     raise TypeError(f"unsupported config type {tp!r} at {path}")
+
+
+def _build_text(value: Any, path: str, problems: list[str]) -> Any:
+    try:
+        return LocalText.parse(value)
+    except ValueError as exc:
+        problems.append(f"{path}: {exc}")
+        return _INVALID
 
 
 def _build_datetime(value: Any, path: str, problems: list[str]) -> Any:

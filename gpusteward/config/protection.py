@@ -4,34 +4,50 @@
 Every line names its `fallback`, the action the alert recommends. Lines that take a `peak` name a
 `[[protection.peak_windows]]` entry; inside that window their `peak_*` threshold applies instead.
 
-Every line has `resolve_after`: a breach that clears and comes back within it stays one episode,
-one alert (the episode ends at its last breaching minute; the clear minutes are not counted).
-The defaults follow what the line's fallback asks for:
-- 0 for the lines whose fallback is an operational action taken now (inference reserve, both
-  preemption lines, burn rate): each incident is its own page.
-- a week (`CHRONIC_RESOLVE_AFTER`) for queue_wait and interactive_limits: their fallback is a policy
-  change (a guaranteed share, an idle reaper), and until it is made the breach comes back with the
-  working week, often after a quiet weekend or a pause of the competing work (the demo month's
-  starving queue was clear for up to 5.6 days between recurrences, the idle notebooks for up to 3.2).
-  The episode stays open until a whole weekly cycle passed without a breach.
+Two settings of every line keep what an alert is apart from what the review calls an episode:
+- `keep_firing_for` (default 0s) is Prometheus's rule setting of that name: how long the alert
+  stays firing after its condition last held. At 0s an alert resolves when its condition clears,
+  as Prometheus sends it and Alertmanager users expect; a breach that comes back is a new alert.
+  Alertmanager's own `resolve_timeout` (5m) only resolves alerts sent without an end time, which
+  these never are once they clear.
+- `episode_gap` groups the alerts of one line and subject into one episode for the monthly review
+  when the next one starts within the gap after the last one ended. It changes no alert. 0s for
+  the lines whose fallback is an action taken now (inference reserve, both preemption lines, burn
+  rate): each incident is its own episode. A week (`WEEKLY_EPISODE_GAP`) for queue_wait and
+  interactive_limits, whose fallback is a policy change: the demand that breaks them follows the
+  working week (queues fill on weekdays and drain over weekends; notebooks are opened in working
+  hours), so a breach that comes back within one weekly cycle is the same unsolved problem, and a
+  review that listed each weekday separately would bury the one decision it asks for.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 from datetime import timedelta
-from typing import Literal
+from fnmatch import fnmatchcase
+from typing import Any, Literal
 
 from gpusteward.config.fields import opt, req
+from gpusteward.config.texts import LocalText
 
 Severity = Literal["critical", "warning", "info"]
 
-CHRONIC_RESOLVE_AFTER = timedelta(days=7)
-"""resolve_after of the lines whose breach is a standing policy problem: a whole weekly cycle clear."""
+WEEKLY_EPISODE_GAP = timedelta(days=7)
+"""episode_gap of the lines whose breach is a standing policy problem: one weekly cycle of demand."""
 
-RESOLVE_AFTER_HELP = (
-    "a breach that clears and comes back within this long stays one episode (one alert); 0s: each recurrence "
-    "is a new one"
+KEEP_FIRING_FOR_HELP = (
+    "the alert stays firing this long after its condition last held (Prometheus keep_firing_for); 0s: it "
+    "resolves when the condition clears"
+)
+def _both(en: str, zh: str) -> LocalText:
+    """A built-in fallback, in both review languages."""
+    return LocalText(en, (("en", en), ("zh", zh)))
+
+
+FALLBACK_HELP = 'recommended action carried by the alert; a string, or per language: {en = "...", zh = "..."}'
+EPISODE_GAP_HELP = (
+    "the review groups this line's alerts on one subject into one episode when the next starts within this "
+    "long after the last ended; changes no alert"
 )
 
 
@@ -55,11 +71,15 @@ class InferenceReserveLine:
     peak: str | None = opt(None, "peak window in which peak_min_gpus applies")
     peak_min_gpus: int | None = opt(None, "stricter reserve inside the peak window")
     for_: timedelta = opt(timedelta(minutes=10), "a breach must last this long before it alerts (key: for)")
-    resolve_after: timedelta = opt(timedelta(0), RESOLVE_AFTER_HELP)
+    keep_firing_for: timedelta = opt(timedelta(0), KEEP_FIRING_FOR_HELP)
+    episode_gap: timedelta = opt(timedelta(0), EPISODE_GAP_HELP)
     severity: Severity = opt("critical", "alert severity")
-    fallback: str = opt(
-        "Pause or preempt low-priority training in the cluster until inference has its reserve back.",
-        "recommended action carried by the alert",
+    fallback: LocalText = opt(
+        _both(
+            "Pause or preempt low-priority training in the cluster until inference has its reserve back.",
+            "暂停或抢占该集群中的低优先级训练，直到推理重新拥有其保留容量。",
+        ),
+        FALLBACK_HELP,
     )
     receivers: list[str] = opt([], "receiver names; empty means all receivers")
 
@@ -73,11 +93,15 @@ class PreemptionRatioLine:
     peak: str | None = opt(None, "peak window in which peak_max_ratio applies")
     peak_max_ratio: float | None = opt(None, "stricter ratio inside the peak window")
     for_: timedelta = opt(timedelta(minutes=10), "a breach must last this long before it alerts (key: for)")
-    resolve_after: timedelta = opt(timedelta(0), RESOLVE_AFTER_HELP)
+    keep_firing_for: timedelta = opt(timedelta(0), KEEP_FIRING_FOR_HELP)
+    episode_gap: timedelta = opt(timedelta(0), EPISODE_GAP_HELP)
     severity: Severity = opt("warning", "alert severity")
-    fallback: str = opt(
-        "Stop high-QOS preemption of training in the cluster; move urgent runs to free capacity.",
-        "recommended action carried by the alert",
+    fallback: LocalText = opt(
+        _both(
+            "Stop high-QOS preemption of training in the cluster; move urgent runs to free capacity.",
+            "停止该集群中高优先级 QOS 对训练的抢占；把紧急任务移到空闲容量上。",
+        ),
+        FALLBACK_HELP,
     )
     receivers: list[str] = opt([], "receiver names; empty means all receivers")
 
@@ -85,11 +109,15 @@ class PreemptionRatioLine:
 @dataclass(frozen=True)
 class InferencePreemptionLine:
     cluster: str = req("cluster whose online inference must never be preempted for training")
-    resolve_after: timedelta = opt(timedelta(0), RESOLVE_AFTER_HELP)
+    keep_firing_for: timedelta = opt(timedelta(0), KEEP_FIRING_FOR_HELP)
+    episode_gap: timedelta = opt(timedelta(0), EPISODE_GAP_HELP)
     severity: Severity = opt("critical", "alert severity")
-    fallback: str = opt(
-        "Remove online inference from the QOS that training may preempt; restore the replicas.",
-        "recommended action carried by the alert",
+    fallback: LocalText = opt(
+        _both(
+            "Remove online inference from the QOS that training may preempt; restore the replicas.",
+            "将在线推理移出训练可以抢占的 QOS，并恢复其副本。",
+        ),
+        FALLBACK_HELP,
     )
     receivers: list[str] = opt([], "receiver names; empty means all receivers")
 
@@ -101,11 +129,15 @@ class QueueWaitLine:
     peak: str | None = opt(None, "peak window in which peak_max_wait applies")
     peak_max_wait: timedelta | None = opt(None, "stricter limit for jobs that became eligible inside the peak window")
     for_: timedelta = opt(timedelta(minutes=0), "a breach must last this long before it alerts (key: for)")
-    resolve_after: timedelta = opt(CHRONIC_RESOLVE_AFTER, RESOLVE_AFTER_HELP)
+    keep_firing_for: timedelta = opt(timedelta(0), KEEP_FIRING_FOR_HELP)
+    episode_gap: timedelta = opt(WEEKLY_EPISODE_GAP, EPISODE_GAP_HELP)
     severity: Severity = opt("warning", "alert severity")
-    fallback: str = opt(
-        "Give the queue a guaranteed share or lower the priority of the work that holds its GPUs.",
-        "recommended action carried by the alert",
+    fallback: LocalText = opt(
+        _both(
+            "Give the queue a guaranteed share or lower the priority of the work that holds its GPUs.",
+            "为该队列保留有保障的份额，或降低占用其 GPU 的工作的优先级。",
+        ),
+        FALLBACK_HELP,
     )
     receivers: list[str] = opt([], "receiver names; empty means all receivers")
 
@@ -120,11 +152,15 @@ class InteractiveLimitsLine:
         None, "longest a session may hold GPUs; unset: scenarios.interactive"
     )
     for_: timedelta = opt(timedelta(minutes=0), "a breach must last this long before it alerts (key: for)")
-    resolve_after: timedelta = opt(CHRONIC_RESOLVE_AFTER, RESOLVE_AFTER_HELP)
+    keep_firing_for: timedelta = opt(timedelta(0), KEEP_FIRING_FOR_HELP)
+    episode_gap: timedelta = opt(WEEKLY_EPISODE_GAP, EPISODE_GAP_HELP)
     severity: Severity = opt("warning", "alert severity")
-    fallback: str = opt(
-        "Reclaim the sessions past their limits and enable the scheduler's idle reaper for the team.",
-        "recommended action carried by the alert",
+    fallback: LocalText = opt(
+        _both(
+            "Reclaim the sessions past their limits and enable the scheduler's idle reaper for the team.",
+            "回收超出限制的会话，并为该团队启用调度器的空闲回收。",
+        ),
+        FALLBACK_HELP,
     )
     receivers: list[str] = opt([], "receiver names; empty means all receivers")
 
@@ -152,10 +188,14 @@ class BurnRateLine:
     threshold: timedelta | None = opt(None, "latency indicator: a request slower than this is bad")
     min_requests: int = opt(100, "requests the long window must hold before it can alert (minimum-traffic gate)")
     windows: list[BurnWindow] = opt(list(BURN_RATE_POLICY), "multiwindow pairs; default: 1h/5m at 14.4x, 6h/30m at 6x")
-    resolve_after: timedelta = opt(timedelta(0), RESOLVE_AFTER_HELP)
-    fallback: str = opt(
-        "Scale the service out or shed batch load from its hosts; pause training that shares them.",
-        "recommended action carried by the alert",
+    keep_firing_for: timedelta = opt(timedelta(0), KEEP_FIRING_FOR_HELP)
+    episode_gap: timedelta = opt(timedelta(0), EPISODE_GAP_HELP)
+    fallback: LocalText = opt(
+        _both(
+            "Scale the service out or shed batch load from its hosts; pause training that shares them.",
+            "扩容该服务或削减其主机上的批量负载；暂停与其共享主机的训练。",
+        ),
+        FALLBACK_HELP,
     )
     receivers: list[str] = opt([], "receiver names; empty means all receivers")
 
@@ -171,3 +211,23 @@ class ProtectionConfig:
     queue_wait: list[QueueWaitLine] = opt([], "maximum queue wait per queue")
     interactive_limits: list[InteractiveLimitsLine] = opt([], "interactive sessions reclaimed at their limits")
     burn_rate: list[BurnRateLine] = opt([], "multiwindow multi-burn-rate alerts on inference SLOs")
+
+
+LINE_SECTIONS: dict[str, tuple[str, str]] = {
+    "inference_reserve": ("inference_reserve", "cluster"),
+    "inference_preemption": ("inference_preemption", "cluster"),
+    "training_preemption": ("training_preemption", "cluster"),
+    "queue_wait": ("queue_wait", "queue"),
+    "interactive_limits": ("interactive_limits", "cluster"),
+    "burn_rate": ("burn_rate", "service"),
+}
+"""Built-in line kind -> the config section listing its lines, and the field naming their subject pattern."""
+
+
+def configured_lines(protection: ProtectionConfig, line: str, subject: str) -> list[Any]:
+    """The configured lines of kind `line` whose subject pattern matches `subject` (none for add-on kinds)."""
+    known = LINE_SECTIONS.get(line)
+    if known is None:
+        return []
+    section, field = known
+    return [c for c in getattr(protection, section, ()) if fnmatchcase(subject, str(getattr(c, field, "*")))]

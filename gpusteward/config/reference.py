@@ -11,6 +11,7 @@ from enum import Enum
 from typing import Any
 
 from gpusteward.config.schema import FIELD_ALIASES, Config
+from gpusteward.config.texts import LocalText
 from gpusteward.durations import format_duration
 from gpusteward.indicators import INDICATORS
 
@@ -36,6 +37,8 @@ def _type_name(tp: Any) -> str:
         return f"{_type_name(next(a for a in args if a is not type(None)))} (optional)"
     if tp is timedelta:
         return "duration"
+    if tp is LocalText:
+        return "text (str, or table of language -> str)"
     if isinstance(tp, type) and issubclass(tp, Enum):
         return " or ".join(repr(m.value) for m in tp)
     if dataclasses.is_dataclass(tp):
@@ -52,6 +55,8 @@ def _default(f: dataclasses.Field[Any]) -> str:
         return "required"
     if isinstance(value, timedelta):
         return format_duration(value)
+    if isinstance(value, LocalText):
+        return repr(value.default)
     if dataclasses.is_dataclass(value):
         return ""
     return repr(value)
@@ -72,6 +77,8 @@ def _walk(tp: Any, prefix: str) -> Iterator[FieldDoc]:
 def _nested(hint: Any, path: str) -> Iterator[FieldDoc]:
     origin = typing.get_origin(hint)
     args = typing.get_args(hint)
+    if hint is LocalText:
+        return
     if dataclasses.is_dataclass(hint):
         yield from _walk(hint, path)
     elif origin is list and dataclasses.is_dataclass(args[0]):

@@ -212,6 +212,24 @@ def _inference_mappings(config: Config) -> list[str]:
     return problems
 
 
+def _service_jobs(config: Config) -> list[str]:
+    """Each service_jobs rule's pattern compiles, and the rule says which service a matched job serves."""
+    problems = []
+    for i, rule in enumerate(config.inference.service_jobs):
+        path = f"inference.service_jobs[{i}]"
+        captures = False
+        if rule.job_name is not None:
+            try:
+                captures = "service" in re.compile(rule.job_name).groupindex
+            except re.error as exc:
+                problems.append(f"{path}.job_name: not a regular expression: {exc}")
+        if rule.service is None and not captures and not rule.name_has_service:
+            problems.append(
+                f"{path}: names no service: set service, capture (?P<service>...) in job_name, or name_has_service"
+            )
+    return problems
+
+
 CHECKS: tuple[Callable[[Config], list[str]], ...] = (
     _clusters,
     _teams_and_rules,
@@ -219,6 +237,7 @@ CHECKS: tuple[Callable[[Config], list[str]], ...] = (
     _alerts_and_lines,
     _reports_and_quota,
     _inference_mappings,
+    _service_jobs,
 )
 
 

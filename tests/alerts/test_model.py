@@ -36,8 +36,8 @@ def test_episode_running_at_the_end_of_data_is_firing() -> None:
     assert "and still is" in alert.annotations["description"]
 
 
-def test_an_episode_clear_for_less_than_resolve_after_stays_firing() -> None:
-    recurring = config(receivers='resolve_after = "2h"')
+def test_an_episode_clear_for_less_than_keep_firing_for_stays_firing() -> None:
+    recurring = config(receivers='keep_firing_for = "2h"')
     one_hour_later = END + timedelta(hours=1)
     (alert,) = alerts_from_episodes(episodes({}), recurring, data_end=one_hour_later)
     assert alert.status == "firing"  # a recurrence within 2h would join the same episode

@@ -13,6 +13,7 @@ from typing import Any
 import polars as pl
 
 from gpusteward.config.schema import Config, InferenceReserveLine, ProtectionConfig, TeamConfig
+from gpusteward.config.texts import LocalText
 from gpusteward.domain import Month
 from sla.outputs import MonthOutputs
 from sla.results import (
@@ -91,6 +92,7 @@ _COMPLETENESS: list[tuple[Any, ...]] = [
 ]
 
 _FALLBACK = "Preempt or pause low-priority training on east-gpu-01/02 until online inference holds 12 GPUs again."
+_FALLBACK_ZH = "抢占或暂停 east-gpu-01/02 上的低优先级训练，直到在线推理重新拥有 12 块 GPU。"
 _EPISODES: list[tuple[Any, ...]] = [
     ("inference_reserve", "east", datetime(2026, 11, 12, 10, 5), 75, 8.0, 12.0, "critical", _FALLBACK,
      "training jobs 20011, 20014 held 8 GPUs on east-gpu-01/02"),
@@ -141,7 +143,10 @@ def demo_config() -> Config:
         "research": TeamConfig(entitled_share=0.15, display_name="Research"),
         "platform": TeamConfig(entitled_share=0.25, display_name="Platform (serving)"),
     }
-    protection = ProtectionConfig(inference_reserve=[InferenceReserveLine(cluster="east", min_gpus=12)])
+    fallback = LocalText(_FALLBACK, (("en", _FALLBACK), ("zh", _FALLBACK_ZH)))
+    protection = ProtectionConfig(
+        inference_reserve=[InferenceReserveLine(cluster="east", min_gpus=12, fallback=fallback)]
+    )
     return Config(teams=teams, protection=protection)
 
 

@@ -11,8 +11,12 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner, Result
 
+from gpusteward.config import load_config
 from service.cli import cli
 from tests.real import require_binary
+from tests.reports.english import english_sentences
+from tests.reports.test_chinese_only import names_of, without_quota_section
+from tests.reports.test_no_cjk_font import fonts_of_chinese_text
 
 
 def run(*args: str) -> Result:
@@ -66,6 +70,21 @@ def test_the_chinese_pdf_embeds_a_chinese_font(demo_dir: Path) -> None:
     pdf = demo_dir / "reports" / "review-2026-10.zh.pdf"
     fonts = subprocess.run([pdffonts, str(pdf)], capture_output=True, text=True, check=True).stdout
     assert "CJK" in fonts, fonts
+
+
+def test_every_chinese_run_of_the_zh_pdf_is_set_in_a_cjk_font(demo_dir: Path) -> None:
+    runs = fonts_of_chinese_text(demo_dir / "reports" / "review-2026-10.zh.pdf")
+    assert sum(runs.values()) > 100
+    assert [family for family in runs if "CJK" not in family] == [], runs  # any other font draws .notdef boxes
+
+
+def test_the_chinese_review_has_no_english_sentence(demo_dir: Path) -> None:
+    """The body of the demo's zh review; the footnotes' evidence and the quota section are left out
+    for the reasons tests/reports/test_chinese_only.py gives (and checks the footnotes' catalogue parts)."""
+    config = load_config(demo_dir / "gpusteward.toml")
+    review = without_quota_section((demo_dir / "reports" / "review-2026-10.zh.md").read_text(encoding="utf-8"))
+    body = "\n".join(line for line in review.splitlines() if not line.startswith("[^"))
+    assert english_sentences(body, names_of(config)) == []
 
 
 def test_alerts_jsonl_holds_an_inference_reserve_breach(demo_dir: Path) -> None:

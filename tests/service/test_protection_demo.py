@@ -1,6 +1,7 @@
-"""Issue 7's done-when on the demo month: the example config's protection lines raise episodes for
-every planted breach, on its line, and for nothing else; every alert carries evidence and a
-fallback; delivering twice writes each notification once.
+"""Issue 7's done-when on the demo month: the example config's protection lines raise alerts for
+every planted breach, on its line, and for nothing else; the review groups them into one episode
+per planted problem; every alert carries evidence and a fallback and resolves when its condition
+clears; delivering twice writes each notification once.
 
 The month is built once per module (simulate + import, no review or plan); the lines run on it
 directly, as `evaluate_month` runs them.
@@ -26,6 +27,7 @@ from gpusteward.domain import Month
 from service.alerting import run_alert_tick
 from sla.inputs import EvaluationInputs
 from sla.protection import protection_episodes
+from sla.protection_episodes import review_episodes
 from warehouse import open_warehouse
 
 EXAMPLE = Path(__file__).resolve().parents[2] / "gpusteward" / "config" / "example.toml"
@@ -39,8 +41,8 @@ EXPECTED = {
     ("queue_wait", "west/eval"),  # starving_queue west/eval
     ("interactive_limits", "research"),  # idle_notebooks research
 }
-# What each line raises on the demo month; docs/alerts.md explains the counts. burn_rate's two are two
-# incidents: the 10-12 reserve breach's outage and a peak-hour fast burn on 10-19.
+# The review's episodes per line on the demo month; docs/alerts.md explains the counts. burn_rate's two
+# are two incidents: the 10-12 reserve breach's outage and a peak-hour fast burn on 10-19.
 EPISODES_PER_LINE = {
     "inference_reserve": 1,
     "inference_preemption": 1,
@@ -49,7 +51,7 @@ EPISODES_PER_LINE = {
     "interactive_limits": 1,
 }
 # The month-long planted breaches that clear and come back (by days): one episode each only because
-# of their lines' default resolve_after (a week).
+# of their lines' default keep_firing_for (a week).
 RECURRING = (("queue_wait", "west/eval"), ("interactive_limits", "research"))
 
 
@@ -59,7 +61,8 @@ class Demo:
     config: Config
     planted: list[dict[str, Any]]
     inputs: EvaluationInputs
-    episodes: pl.DataFrame
+    breaches: pl.DataFrame  # one row per alert
+    episodes: pl.DataFrame  # the review's grouping of them
     alerts: list[Alert]
 
 
@@ -70,10 +73,10 @@ def demo(demo_dir: Path, tmp_path_factory: pytest.TempPathFactory) -> Demo:
     config = load_config_text(EXAMPLE.read_text(), source=str(EXAMPLE), base_dir=str(root))
     with open_warehouse(demo_dir / "gpusteward.duckdb", read_only=True) as wh:
         inputs = wh.evaluation_inputs(MONTH)
-    episodes = protection_episodes(inputs, config)
-    alerts = alerts_from_episodes(episodes, config, data_end=inputs.data_end)
+    breaches = protection_episodes(inputs, config)
+    alerts = alerts_from_episodes(breaches, config, data_end=inputs.data_end)
     planted = json.loads((demo_dir / "data" / "manifest.json").read_text())["planted"]
-    return Demo(root, config, planted, inputs, episodes, alerts)
+    return Demo(root, config, planted, inputs, breaches, review_episodes(breaches, config), alerts)
 
 
 def test_the_example_config_has_every_kind_of_line(demo: Demo) -> None:
@@ -98,6 +101,7 @@ def test_every_planted_breach_raises_episodes_on_its_line_and_nothing_else_does(
     assert planted["idle_notebooks"] == "research"
     got = set(demo.episodes.select("line", "subject").unique().iter_rows())
     assert got == EXPECTED
+    assert set(demo.breaches.select("line", "subject").unique().iter_rows()) == EXPECTED
     assert dict(Counter(demo.episodes["line"].to_list())) == EPISODES_PER_LINE
 
 
@@ -114,33 +118,40 @@ def test_the_reserve_breach_is_one_episode_on_each_of_its_lines(demo: Demo) -> N
     assert burn.height == 1
 
 
-def test_a_breach_that_comes_back_is_one_episode_counting_only_its_breaching_minutes(demo: Demo) -> None:
+def test_a_breach_that_comes_back_is_several_alerts_and_one_review_episode(demo: Demo) -> None:
     prot = demo.config.protection
     apart_config = dataclasses.replace(demo.config, protection=dataclasses.replace(
         prot,
-        queue_wait=[dataclasses.replace(line, resolve_after=timedelta(0)) for line in prot.queue_wait],
-        interactive_limits=[dataclasses.replace(line, resolve_after=timedelta(0)) for line in prot.interactive_limits],
+        queue_wait=[dataclasses.replace(line, episode_gap=timedelta(0)) for line in prot.queue_wait],
+        interactive_limits=[dataclasses.replace(line, episode_gap=timedelta(0)) for line in prot.interactive_limits],
     ))
-    apart = protection_episodes(demo.inputs, apart_config)
+    apart = review_episodes(demo.breaches, apart_config)
     for line, subject in RECURRING:
         mine = (pl.col("line") == line) & (pl.col("subject") == subject)
         joined = demo.episodes.filter(mine).row(0, named=True)
-        pieces = apart.filter(mine)
-        assert pieces.height > 1, line  # the breach did clear in between
-        # It opens with the first breach that lasted `for`; shorter recurrences while open may extend it.
-        assert joined["start"] == pieces["start"].min()
-        assert joined["end"] >= pieces["end"].max()
-        # The clear days are not breaching time; every minute that alerted apart still counts.
-        assert pieces["minutes"].sum() <= joined["minutes"] < (joined["end"] - joined["start"]) / timedelta(minutes=1)
+        alerts = demo.breaches.filter(mine)
+        assert alerts.height > 1, line  # the breach did clear in between: each clearing resolved an alert
+        assert joined["alerts"] == alerts.height
+        assert apart.filter(mine).height > 1  # without the episode_gap the review lists them apart
+        assert (joined["start"], joined["end"]) == (alerts["start"].min(), alerts["end"].max())
+        # The clear days are not breaching time.
+        assert joined["minutes"] == alerts["minutes"].sum() < (joined["end"] - joined["start"]) / timedelta(minutes=1)
 
 
-def test_every_episode_is_one_alert_with_evidence_and_fallback(demo: Demo) -> None:
-    assert len(demo.alerts) == demo.episodes.height
+def test_every_alert_resolves_when_its_condition_clears_with_evidence_and_fallback(demo: Demo) -> None:
+    assert len(demo.alerts) == demo.breaches.height
     assert len({a.fingerprint for a in demo.alerts}) == len(demo.alerts)
-    for alert in demo.alerts:
+    assert demo.inputs.data_end is not None
+    data_end = demo.inputs.data_end.replace(tzinfo=None)
+    for alert, row in zip(demo.alerts, demo.breaches.sort("line", "subject", "start").iter_rows(named=True),
+                          strict=True):
         assert alert.annotations["evidence"].strip(), alert.labels
         assert alert.annotations["fallback"].strip(), alert.labels
         assert alert.labels["line"] in EPISODES_PER_LINE
+        # keep_firing_for is 0s everywhere: firing only while the breach lasts to the end of the data
+        assert (alert.status == "firing") == (row["end"] >= data_end), alert.labels
+        if alert.status == "resolved":
+            assert alert.ends_at == row["end"]
     fallbacks = {a.labels["line"]: a.annotations["fallback"] for a in demo.alerts}
     assert "idle reaper" in fallbacks["interactive_limits"]
     assert "eval" in fallbacks["queue_wait"]

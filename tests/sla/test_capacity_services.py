@@ -16,6 +16,10 @@ RESERVE = """
 cluster = "east"
 min_gpus = 10
 """
+NAMED_JOBS = """
+[[inference.service_jobs]]
+name_has_service = true
+"""
 
 
 def _w(service: str, end: float, requests: float, *, instance: str = "a", waiting: float = 0.0,
@@ -110,7 +114,8 @@ def test_replicas_and_gpus_serving_from_named_jobs() -> None:
         job(4, partition="infer", account="platform", start=-100, end=None, gpus=1, name="vllm-chat-0"),
         job(5, partition="train", start=0, end=None, gpus=4, name="chat-70b-finetune"),  # not inference
     ]
-    got = OnlineInferenceEvaluator().evaluate(inputs(windows=windows, jobs=jobs, data_end=at(60)), config(RESERVE))
+    got = OnlineInferenceEvaluator().evaluate(
+        inputs(windows=windows, jobs=jobs, data_end=at(60)), config(RESERVE + NAMED_JOBS))
     replicas = _row(got, "replicas", "chat-70b")
     assert replicas["value"] == 2.5  # median of six slots with 2 and six with 3
     assert "fewest 2, most 3" in replicas["evidence"]
@@ -127,7 +132,9 @@ def test_replicas_and_gpus_serving_from_named_jobs() -> None:
 
 def test_a_service_no_job_names_has_unknown_gpus_and_no_reserve_line() -> None:
     got = OnlineInferenceEvaluator().evaluate(inputs(windows=[_w("embed", 5, 10.0, kv=None)]), config())
-    assert _row(got, "gpus_serving", "embed")["value"] is None
+    gpus = _row(got, "gpus_serving", "embed")
+    assert gpus["value"] is None
+    assert "no inference.service_jobs rule" in gpus["evidence"]
     head = _row(got, "capacity_headroom", "embed")
     assert head["value"] is None
     assert "capacity unknown" in head["evidence"]

@@ -1,4 +1,4 @@
-"""Breach runs joined into episodes (`join_runs`): `for` opens an episode, `resolve_after` keeps it open
+"""Breach runs joined into episodes (`join_runs`): `for` opens an episode, `keep_firing_for` keeps it open
 across short clear gaps, and the gaps are never counted as breaching time."""
 
 from __future__ import annotations
@@ -35,30 +35,30 @@ def _shape(episodes: list[dict[str, Any]]) -> list[tuple[Any, ...]]:
     return [(e["key"], e["start"], e["end"], e["breached"] // timedelta(minutes=1), e["runs"]) for e in episodes]
 
 
-def test_a_breach_that_recurs_within_resolve_after_is_one_episode_ending_at_its_last_breach() -> None:
+def test_a_breach_that_recurs_within_keep_firing_for_is_one_episode_ending_at_its_last_breach() -> None:
     runs = _runs([("q", 0, 30), ("q", 90, 100), ("q", 400, 460)])
-    got = join_runs(runs, ["key"], for_=NONE, resolve_after=timedelta(hours=2))
+    got = join_runs(runs, ["key"], for_=NONE, keep_firing_for=timedelta(hours=2))
     # 90 - 30 = 60 minutes clear: joined; 400 - 100 = 300 minutes clear: a new episode.
     assert _shape(got) == [("q", at(0), at(100), 40, 2), ("q", at(400), at(460), 60, 1)]
     assert got[0]["job"] == ["q0", "q90"]
 
 
-def test_without_resolve_after_every_run_is_its_own_episode() -> None:
+def test_without_keep_firing_for_every_run_is_its_own_episode() -> None:
     runs = _runs([("q", 0, 30), ("q", 30, 40), ("q", 90, 100)])
-    got = join_runs(runs, ["key"], for_=NONE, resolve_after=NONE)
+    got = join_runs(runs, ["key"], for_=NONE, keep_firing_for=NONE)
     # Touching runs (no clear minute between them) still join: the breach never cleared.
     assert _shape(got) == [("q", at(0), at(40), 40, 2), ("q", at(90), at(100), 10, 1)]
 
 
-def test_resolve_after_never_joins_two_subjects() -> None:
+def test_keep_firing_for_never_joins_two_subjects() -> None:
     runs = _runs([("a", 0, 30), ("b", 40, 50), ("a", 60, 70)])
-    got = join_runs(runs, ["key"], for_=NONE, resolve_after=timedelta(days=1))
+    got = join_runs(runs, ["key"], for_=NONE, keep_firing_for=timedelta(days=1))
     assert _shape(got) == [("a", at(0), at(70), 40, 2), ("b", at(40), at(50), 10, 1)]
 
 
 def test_for_opens_an_episode_and_short_recurrences_then_join_it() -> None:
     runs = _runs([("q", 0, 5), ("q", 20, 60), ("q", 70, 72), ("q", 300, 305)])
-    got = join_runs(runs, ["key"], for_=timedelta(minutes=30), resolve_after=timedelta(hours=1))
+    got = join_runs(runs, ["key"], for_=timedelta(minutes=30), keep_firing_for=timedelta(hours=1))
     # The first 5 minutes never alerted (shorter than `for`, nothing open to join); the 2-minute
     # recurrence 10 minutes after the alerting run joins it; the last run is too short and too late.
     assert _shape(got) == [("q", at(20), at(72), 42, 2)]
@@ -68,7 +68,7 @@ def test_for_opens_an_episode_and_short_recurrences_then_join_it() -> None:
 def test_scalar_columns_are_gathered_into_lists_and_list_columns_concatenated() -> None:
     flags = pl.DataFrame({"ts": [at(m) for m in (0, 1, 2, 10, 11)], "ratio": [0.2, 0.5, 0.3, 0.4, 0.1]},
                          schema={"ts": TS, "ratio": pl.Float64})
-    got = join_runs(minute_runs(flags), [], for_=NONE, resolve_after=timedelta(minutes=15))
+    got = join_runs(minute_runs(flags), [], for_=NONE, keep_firing_for=timedelta(minutes=15))
     assert len(got) == 1
     assert (got[0]["start"], got[0]["end"], got[0]["breached"]) == (at(0), at(12), timedelta(minutes=5))
     assert got[0]["ratio"] == [0.2, 0.5, 0.3, 0.4, 0.1]
@@ -76,7 +76,7 @@ def test_scalar_columns_are_gathered_into_lists_and_list_columns_concatenated() 
 
 def test_no_runs_no_episodes() -> None:
     empty = minute_runs(pl.DataFrame(schema={"ts": TS, "ratio": pl.Float64}))
-    assert join_runs(empty, [], for_=NONE, resolve_after=timedelta(hours=6)) == []
+    assert join_runs(empty, [], for_=NONE, keep_firing_for=timedelta(hours=6)) == []
 
 
 # Runs of up to two subjects: each run is (clear minutes before it, breaching minutes), so runs of
@@ -108,12 +108,12 @@ def test_joining_never_adds_episodes_or_changes_breaching_minutes(
 ) -> None:
     runs = _spans({"a": a, "b": b})
     for_, gap = timedelta(minutes=for_min), timedelta(minutes=gap_min)
-    apart = join_runs(runs, ["key"], for_=for_, resolve_after=NONE)
-    joined = join_runs(runs, ["key"], for_=for_, resolve_after=gap)
+    apart = join_runs(runs, ["key"], for_=for_, keep_firing_for=NONE)
+    joined = join_runs(runs, ["key"], for_=for_, keep_firing_for=gap)
     assert len(joined) <= len(apart)
     # Without `for` every run alerts, so joining only regroups the same breaching minutes.
-    every = join_runs(runs, ["key"], for_=NONE, resolve_after=gap)
-    assert _breached(every) == _breached(join_runs(runs, ["key"], for_=NONE, resolve_after=NONE))
+    every = join_runs(runs, ["key"], for_=NONE, keep_firing_for=gap)
+    assert _breached(every) == _breached(join_runs(runs, ["key"], for_=NONE, keep_firing_for=NONE))
     assert _breached(every) == sum(((e - s) for s, e in zip(runs["start"], runs["end"], strict=True)), NONE)
     # With `for`, joining keeps every minute that alerted apart and may add the short recurrences.
     assert _breached(joined) >= _breached(apart)

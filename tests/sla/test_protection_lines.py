@@ -9,6 +9,7 @@ from gpusteward.config.protection import PeakWindow
 from sla.protection import default_lines, protection_episodes
 from sla.protection_burn import BurnRateLine
 from sla.protection_common import in_peak
+from sla.protection_episodes import review_episodes
 from sla.protection_preemption import InferencePreemptionLine, TrainingPreemptionLine
 from sla.protection_queues import QueueWaitLine
 from tests.sla.builders import at, config, inputs, job, window
@@ -43,7 +44,7 @@ def test_inference_preempted_by_inference_is_not_a_breach() -> None:
 
 
 def test_queue_wait_breaches_from_the_limit_until_start_and_merges_per_queue() -> None:
-    cfg = config('[[protection.queue_wait]]\nqueue = "east/train"\nmax_wait = "1h"\nresolve_after = "0s"')
+    cfg = config('[[protection.queue_wait]]\nqueue = "east/train"\nmax_wait = "1h"\nkeep_firing_for = "0s"')
     jobs = [job(1, submit=0, start=100, end=120), job(2, submit=30, start=130, end=140),
             job(3, submit=0, start=50, end=60), job(4, submit=300, start=400, end=420)]
     out = QueueWaitLine().episodes(inputs(jobs=jobs, data_end=at(600)), cfg)
@@ -52,15 +53,22 @@ def test_queue_wait_breaches_from_the_limit_until_start_and_merges_per_queue() -
     assert out["worst_value"].to_list() == [6000.0, 6000.0]
 
 
-def test_queue_wait_that_starves_again_within_resolve_after_is_one_episode() -> None:
+def test_queue_wait_alerts_resolve_when_the_queue_clears_and_the_review_groups_them() -> None:
     jobs = [job(1, submit=0, start=100, end=120), job(4, submit=300, start=400, end=420)]
     line = '[[protection.queue_wait]]\nqueue = "east/train"\nmax_wait = "1h"\n'
-    # The default (a week) spans the 230 minutes the queue was clear; the clear minutes are not counted.
-    out = QueueWaitLine().episodes(inputs(jobs=jobs, data_end=at(600)), config(line))
-    assert out.select("start", "end", "minutes", "worst_value").rows() == [(at(60), at(400), 80, 6000.0)]
-    assert out["evidence"][0].startswith("2 jobs waited past 1h")
-    shorter = QueueWaitLine().episodes(inputs(jobs=jobs, data_end=at(600)), config(line + 'resolve_after = "3h"'))
-    assert shorter.select("start", "end", "minutes").rows() == [(at(60), at(100), 40), (at(360), at(400), 40)]
+    # keep_firing_for defaults to 0s: each starving spell is its own alert, resolved when it cleared.
+    alerts = QueueWaitLine().episodes(inputs(jobs=jobs, data_end=at(600)), config(line))
+    assert alerts.select("start", "end", "minutes").rows() == [(at(60), at(100), 40), (at(360), at(400), 40)]
+    # The review's episode_gap (default a week) groups them; the clear minutes are not counted.
+    [episode] = review_episodes(alerts, config(line)).iter_rows(named=True)
+    assert (episode["start"], episode["end"], episode["minutes"], episode["alerts"]) == (at(60), at(400), 80, 2)
+    assert episode["evidence"].startswith("1 jobs waited past 1h")
+    apart = review_episodes(alerts, config(line + 'episode_gap = "3h"'))
+    assert apart["alerts"].to_list() == [1, 1]
+    # keep_firing_for holds an alert firing across the clear gap, as Prometheus's does.
+    held = QueueWaitLine().episodes(inputs(jobs=jobs, data_end=at(600)), config(line + 'keep_firing_for = "6h"'))
+    assert held.select("start", "end", "minutes", "worst_value").rows() == [(at(60), at(400), 80, 6000.0)]
+    assert held["evidence"][0].startswith("2 jobs waited past 1h")
 
 
 def test_training_preemption_ratio_over_a_rolling_window() -> None:
