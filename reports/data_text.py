@@ -29,6 +29,12 @@ def _templates(group: str) -> tuple[tuple[str, re.Pattern[str]], ...]:
     return tuple(out)
 
 
+def evidence_text(text: str, lang: str, join: str) -> str:
+    """An evidence pointer from sla/ ("; "-separated parts) in `lang`: each part a `data.evidence.*`
+    template matches is given in that language, the others (ids, `key=value` pointers) as they are."""
+    return join.join(dict(data_text(part, "data.evidence").translations).get(lang, part) for part in text.split("; "))
+
+
 def data_text(text: str, group: str) -> Text:
     """`text` as a Text cell, with its translations when one of the group's templates matches it."""
     for key, pattern in _templates(group):

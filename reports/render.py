@@ -8,6 +8,7 @@ from pathlib import Path
 
 import jinja2
 
+from reports.data_text import evidence_text
 from reports.locale import LANGS, Formatter, Lang
 from reports.model import Chart, Footnote, Heading, Message, Review, Row, Table
 
@@ -65,7 +66,7 @@ def footnote_text(fmt: Formatter, note: Footnote, escape: Callable[[str], str]) 
     if note.detail is not None:
         parts.append(fmt.message(note.detail))
     if note.evidence:
-        parts.append(escape(note.evidence))
+        parts.append(escape(evidence_text(note.evidence, fmt.lang, fmt.t("footnote.join"))))
     return fmt.t("footnote.join").join(parts)
 
 
