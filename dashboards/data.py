@@ -36,6 +36,8 @@ class OverviewData:
     months: tuple[Month, ...] = ()  # months with outputs, newest last
     team_names: Mapping[str, str] = field(default_factory=dict)
     pool_gpus: int | None = None  # GPUs configured in the pool; None when the config does not say
+    fallbacks: Mapping[str, Mapping[str, str]] = field(default_factory=dict)
+    """A breach's stored fallback -> that text in each language the config gives it (per-language fallbacks)."""
 
 
 class NoMonthError(LookupError):
@@ -101,6 +103,13 @@ def pool_gpus(config: Config) -> int | None:
     return sum(c.gpus for c in config.clusters)
 
 
+def fallback_texts(config: Config) -> dict[str, dict[str, str]]:
+    """Every configured protection line's fallback, by its default text, in the languages given."""
+    lines = [line for section in vars(config.protection).values() if isinstance(section, list) for line in section]
+    return {str(line.fallback): dict(line.fallback.translations) for line in lines
+            if hasattr(line, "fallback") and line.fallback.translations}
+
+
 def load_overview(
     db_path: str | Path,
     config_path: str | Path | None,
@@ -134,4 +143,5 @@ def load_overview(
         months=tuple(months),
         team_names=team_names(config),
         pool_gpus=pool_gpus(config),
+        fallbacks=fallback_texts(config),
     )

@@ -158,7 +158,8 @@ def episodes_table(data: OverviewData, tx: Texts) -> pl.DataFrame | None:
         tx("col.worst"): [fmt.quantity(Quantity(r["worst_value"], line_kind(r["line"]))) for r in rows],
         tx("col.threshold"): [fmt.quantity(Quantity(r["threshold"], line_kind(r["line"]))) for r in rows],
         tx("col.severity"): [fmt.term("severity", r["severity"]) for r in rows],
-        tx("col.fallback"): [r["fallback"] or "" for r in rows],
+        tx("col.fallback"): [data.fallbacks.get(r["fallback"] or "", {}).get(tx.lang, r["fallback"] or "")
+                               for r in rows],
         tx("col.evidence"): [r["evidence"] or "" for r in rows],
     })
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from datetime import datetime, timedelta
 
-from dashboards.data import OverviewData, pool_gpus, team_names
+from dashboards.data import OverviewData, fallback_texts, pool_gpus, team_names
 from gpusteward.config.schema import ClusterConfig
 from gpusteward.domain import Month
 from tests.reports.fixtures import MONTH, demo_config, demo_outputs, empty_outputs
@@ -50,6 +50,7 @@ def sample_overview() -> OverviewData:
         months=(Month(2026, 10), MONTH),
         team_names=team_names(config),
         pool_gpus=pool_gpus(config),
+        fallbacks=fallback_texts(config),
     )
 
 
