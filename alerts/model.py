@@ -159,6 +159,9 @@ def alerts_from_episodes(episodes: pl.DataFrame, config: Config, *, data_end: da
             ),
             "evidence": ep["evidence"] or "",
             "fallback": ep["fallback"] or "",
+            # The figures of the summary as data, so a reader can say it in its own language.
+            "worst_value": f"{ep['worst_value']:g}" if ep["worst_value"] is not None else "",
+            "threshold": f"{ep['threshold']:g}" if ep["threshold"] is not None else "",
         }
         # A fallback written per language rides along as fallback_<lang> (e.g. fallback_zh).
         for cfg_line in _configured(config, line, subject)[:1]:

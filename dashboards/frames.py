@@ -6,6 +6,7 @@ A frame the warehouse returned without the columns its schema promises is treate
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass
 from typing import Any
 
@@ -140,8 +141,22 @@ def firing_table(data: OverviewData, tx: Texts) -> pl.DataFrame | None:
         tx("col.line"): [fmt.term("line", a.get("line")) for a in data.alerts],
         tx("col.subject"): [str(a.get("subject") or "—") for a in data.alerts],
         tx("col.since"): [fmt.moment(a.get("starts_at")) for a in data.alerts],
-        tx("col.summary"): [str(a.get("summary") or "") for a in data.alerts],
+        tx("col.summary"): [alert_summary(a, tx) for a in data.alerts],
     })
+
+
+def alert_summary(alert: dict[str, Any], tx: Texts) -> str:
+    """The alert's summary in the page's language, from its line, subject and figures (annotations
+    `worst_value`, `threshold`); an alert recorded without them keeps the summary it was sent with."""
+    try:
+        annotations = json.loads(alert.get("body") or "{}").get("annotations", {})
+    except (json.JSONDecodeError, AttributeError):
+        annotations = {}
+    worst, threshold = annotations.get("worst_value"), annotations.get("threshold")
+    if not worst or not threshold:
+        return str(alert.get("summary") or "")
+    return tx("alert.summary", line=tx.fmt.term("line", alert.get("line")), subject=str(alert.get("subject") or "—"),
+              worst=worst, threshold=threshold)
 
 
 def episodes_table(data: OverviewData, tx: Texts) -> pl.DataFrame | None:
