@@ -236,11 +236,13 @@ def dashboard(config_path: str | None, db_path: str | None, port: int) -> None:
 @click.option("--days", type=click.IntRange(1, 31), default=31, show_default=True)
 @click.option("--nodes", type=click.IntRange(2, 2000), default=8, show_default=True)
 @click.option("--serve", is_flag=True, help="Also start the dashboard and print its URL.")
-def demo(out_dir: str, seed: int, days: int, nodes: int, serve: bool) -> None:
+@click.option("--lang", type=click.Choice(["en", "zh"]), default=None,
+              help="Language of the summary (default: $GPUSTEWARD_LANG, else zh for a zh* locale, else en).")
+def demo(out_dir: str, seed: int, days: int, nodes: int, serve: bool, lang: str | None) -> None:
     """Simulate a month, import it, evaluate, raise alerts, write the review and a quota plan."""
     from service.demo import run_demo
 
-    run_demo(Path(out_dir), seed=seed, days=days, nodes=nodes, serve=serve)
+    run_demo(Path(out_dir), seed=seed, days=days, nodes=nodes, serve=serve, lang=lang)
 
 
 cli.add_command(init)

@@ -14,6 +14,7 @@ import click
 from gpusteward.config import example_config_path, load_config
 from gpusteward.domain import Month
 from quota.plan import Plan, render_text
+from reports.locale import load_catalogue
 from service.importer import import_files
 from service.pipeline import evaluate, raise_alerts, write_reviews
 from service.progress import stage_progress
@@ -22,7 +23,30 @@ from warehouse import open_warehouse
 DEMO_START = date(2026, 10, 1)
 
 
-def run_demo(out_dir: Path, *, seed: int, days: int, nodes: int, serve: bool) -> None:
+def demo_language(env: dict[str, str] | None = None) -> str:
+    """The summary's language: $GPUSTEWARD_LANG, else the locale ($LC_ALL, $LANG): zh* is Chinese."""
+    import os
+
+    env = dict(os.environ) if env is None else env
+    for name in ("GPUSTEWARD_LANG", "LC_ALL", "LC_MESSAGES", "LANG"):
+        value = env.get(name, "")
+        if value:
+            return "zh" if value.lower().startswith("zh") else "en"
+    return "en"
+
+
+def summary_lines(lang: str, *, month: Month, gpus: int, seed: int, total: float,
+                  laps: list[tuple[str, float, dict[str, object]]]) -> list[str]:
+    """The demo's closing summary, from the service catalogue (service/locales) in `lang`."""
+    t = load_catalogue(lang, "service")
+    lines = [t["demo.title"].format(month=month, gpus=gpus, seed=seed, seconds=f"{total:.0f}")]
+    for stage, seconds, params in laps:
+        name = t[f"demo.stage.{stage}"]
+        lines.append(f"  {name:11s} {seconds:6.1f}s  " + t[f"demo.did.{stage}"].format(**params))
+    return lines
+
+
+def run_demo(out_dir: Path, *, seed: int, days: int, nodes: int, serve: bool, lang: str | None = None) -> None:
     from simulator import simulate
 
     out_dir.mkdir(parents=True, exist_ok=True)
@@ -35,7 +59,7 @@ def run_demo(out_dir: Path, *, seed: int, days: int, nodes: int, serve: bool) ->
 
     with stage_progress("simulate") as progress:
         manifest = simulate(data_dir, DEMO_START, days, seed, nodes=nodes, progress=progress)
-    clock.lap("simulate", f"{len(manifest.files)} files in {data_dir}")
+    clock.lap("simulate", files=len(manifest.files), folder=data_dir)
 
     db_path = Path(config.resolve(config.warehouse.path))
     with open_warehouse(db_path, threads=config.warehouse.threads, memory_limit=config.warehouse.memory_limit) as wh:
@@ -43,16 +67,16 @@ def run_demo(out_dir: Path, *, seed: int, days: int, nodes: int, serve: bool) ->
             summary = import_files(wh, [data_dir], on_file=lambda _p: bar.update(1), config=config)
         if summary.errors:
             raise click.ClickException("import failed:\n" + "\n".join(summary.errors))
-        clock.lap("import", f"{sum(summary.rows_stored.values()):,} rows into {db_path}")
+        clock.lap("import", rows=f"{sum(summary.rows_stored.values()):,}", db=db_path)
 
         outputs = evaluate(wh, config, month)
         missed = outputs.results.filter(outputs.results["met"].eq(False)).height
-        clock.lap("evaluate", f"{outputs.results.height} results, {missed} missed objectives")
+        clock.lap("evaluate", results=outputs.results.height, missed=missed)
 
         run = raise_alerts(wh, config, outputs, datetime.now(UTC))
         alert_targets = ", ".join(r.path or r.url or r.name for r in config.alerts.receivers)
         delivered = run.tick.delivery.delivered
-        clock.lap("alerts", f"{len(run.alerts)} alerts, {delivered} notifications delivered to {alert_targets}")
+        clock.lap("alerts", alerts=len(run.alerts), delivered=delivered, targets=alert_targets)
 
         review_paths = write_reviews(
             wh,
@@ -62,24 +86,26 @@ def run_demo(out_dir: Path, *, seed: int, days: int, nodes: int, serve: bool) ->
             formats=list(config.reports.formats),
             langs=list(config.reports.languages),
         )
-        clock.lap("review", ", ".join(str(p) for p in review_paths))
+        clock.lap("review", paths=", ".join(str(p) for p in review_paths))
 
         plans = wh.plans(month)
     plan = Plan.from_dict(json.loads(plans.row(-1, named=True)["body"]))
     plan_path = out_dir / f"quota-plan-{month}.json"
     plan_path.write_text(plan.to_json() + "\n", encoding="utf-8")
-    clock.lap("quota plan", f"{len(plan.items)} changes (dry run) in {plan_path}")
+    clock.lap("quota_plan", changes=len(plan.items), path=plan_path)
 
+    chosen = lang or demo_language()
+    t = load_catalogue(chosen, "service")
     click.echo("")
-    click.echo(f"GPU Steward demo: simulated {month} for {nodes * 8} GPUs (seed {seed}) in {clock.total():.0f}s")
-    for stage, seconds, what in clock.laps:
-        click.echo(f"  {stage:11s} {seconds:6.1f}s  {what}")
+    for line in summary_lines(chosen, month=month, gpus=nodes * 8, seed=seed, total=clock.total(), laps=clock.laps):
+        click.echo(line)
     click.echo("")
     click.echo(render_text(plan))
     exe = Path(sys.argv[0]) if Path(sys.argv[0]).name == "gpusteward" else Path("gpusteward")
-    click.echo(f"Next: {exe} status --db {db_path}   |   {exe} dashboard --config {config_path}")
+    click.echo(t["demo.next"].format(status=f"{exe} status --config {config_path} --db {db_path}",
+                                     dashboard=f"{exe} dashboard --config {config_path}"))
     for failed in run.tick.delivery.failed:
-        click.echo(f"alert delivery to {failed.receiver} failed: {failed.error}", err=True)
+        click.echo(t["demo.delivery_failed"].format(receiver=failed.receiver, error=failed.error), err=True)
     if serve:
         from service.serve import ServeSettings, serve_with_dashboard
 
@@ -90,9 +116,9 @@ class _Stopwatch:
     def __init__(self) -> None:
         self.started = time.monotonic()
         self._last = self.started
-        self.laps: list[tuple[str, float, str]] = []
+        self.laps: list[tuple[str, float, dict[str, object]]] = []
 
-    def lap(self, stage: str, what: str) -> None:
+    def lap(self, stage: str, **what: object) -> None:
         now = time.monotonic()
         self.laps.append((stage, now - self._last, what))
         self._last = now
