@@ -22,7 +22,10 @@ from warehouse.migrate import available, current_version, migrate
 from warehouse.minute_chunks import CHUNK_ROWS
 from warehouse.sql import run, transaction
 
-INGEST_TABLES = ("gpu_minutes", "jobs", "job_events", "inference_windows", "quota_snapshots", "quota_usage")
+INGEST_TABLES = (
+    "gpu_minutes", "jobs", "job_events", "inference_windows", "quota_snapshots", "quota_usage", "account_tree",
+    "pending_jobs",
+)
 
 
 @dataclass(frozen=True)
