@@ -44,14 +44,24 @@ RETRY_WITHIN = timedelta(hours=6)
 
 
 def _next_start(setbacks: pl.DataFrame, started: pl.DataFrame, by: list[str]) -> pl.Series:
-    """For each setback, the start of the first record sharing `by` submitted at or after its end (RETRY_WITHIN)."""
-    right = started.select(*by, "submit_time", pl.col("start_time").alias("_next")).drop_nulls(by).sort("submit_time")
-    left = setbacks.select(*by, "end_time", pl.int_range(pl.len()).alias("_i")).sort("end_time")
-    joined = left.join_asof(
-        right, left_on="end_time", right_on="submit_time", by=by, strategy="forward", tolerance=RETRY_WITHIN,
-        check_sortedness=False,
+    """For each setback, the start of the first other record sharing `by` submitted at or after its end
+    (RETRY_WITHIN). The setback's own record never counts: a record submitted, started and ended in the
+    same second (a job preempted with PreemptMode=CANCEL at once) would otherwise be its own recovery."""
+    right = started.select(
+        *by, pl.col("submit_time").alias("_submit"), pl.col("start_time").alias("_next"),
+        pl.col("job_id").alias("_job"),
+    ).drop_nulls(by)
+    left = setbacks.select(
+        *by, "end_time", pl.col("submit_time").alias("_own_submit"), pl.col("job_id").alias("_own_job"),
+        pl.int_range(pl.len()).alias("_i"),
     )
-    return joined.sort("_i")["_next"]
+    pairs = left.join(right, on=by, how="inner").filter(
+        (pl.col("_submit") >= pl.col("end_time"))
+        & (pl.col("_submit") <= pl.col("end_time") + RETRY_WITHIN)
+        & ~((pl.col("_job") == pl.col("_own_job")) & (pl.col("_submit") == pl.col("_own_submit")))
+    )
+    first = pairs.sort("_submit").group_by("_i").agg(pl.col("_next").first())
+    return left.select("_i").join(first, on="_i", how="left").sort("_i")["_next"]
 
 
 def recoveries(jobs: pl.DataFrame, window: Window) -> pl.DataFrame:

@@ -1,7 +1,8 @@
 """Waiting and holding lines: maximum queue wait per queue, and interactive idle and lifecycle limits.
 
 - queue_wait: a job breaches from the moment its wait (from eligible, else submit) crosses the limit
-  until it starts (or the end of the window while it still waits). The breaches of one queue
+  until it starts, until it ends without starting (cancelled while pending), or until the end of the
+  window while it still waits. The breaches of one queue
   ("cluster/partition") that overlap or touch form one run: the queue was starving throughout. Runs
   less than the line's `resolve_after` apart join one episode (default a week): a queue that lets
   its jobs through for a while and starves them again has not recovered. A job that became eligible inside the peak
@@ -70,7 +71,9 @@ class QueueWaitLine:
                 .with_columns(
                     (pl.col("_ready") + pl.duration(microseconds=(pl.col("limit_s") * 1e6).cast(pl.Int64)))
                     .alias("start"),
-                    pl.min_horizontal(pl.col("start_time").fill_null(pl.lit(window.end)), pl.lit(window.end))
+                    # A job waits until it starts, or until it ends without starting (cancelled while
+                    # pending, rejected): only a job with neither is still waiting at the window's end.
+                    pl.min_horizontal(pl.coalesce("start_time", "end_time", pl.lit(window.end)), pl.lit(window.end))
                     .alias("end"),
                 )
                 .with_columns(pl.max_horizontal("start", pl.lit(window.start)).alias("start"))
