@@ -45,7 +45,7 @@ def test_d1_a_job_cancelled_while_pending_stops_waiting_when_it_ends() -> None:
     out = QueueWaitLine().episodes(ins, config(_line("2s")))
     assert out.height >= 1
     assert out["end"].max() <= max(j["end_time"] for j in jobs if j["end_time"] is not None)
-    assert float(out["worst_value"].cast(pl.Float64).max() or 0) < 60  # seconds, not a month
+    assert all(w < 60 for w in out["worst_value"].to_list())  # seconds, not a month
 
 
 def test_d2_a_job_preempted_with_cancel_never_recovered() -> None:
