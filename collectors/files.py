@@ -27,7 +27,7 @@ from collectors.exposition import ExpositionParser
 from collectors.inference import WindowState, inference_windows
 from collectors.inference_mappings import DEFAULT_INDEX, MappingIndex
 from collectors.sacct import load_json, read_sacct
-from collectors.sacctmgr import read_assoc, snapshot_time
+from collectors.sacctmgr import read_assoc_tree, snapshot_time
 from collectors.samples import Samples
 from gpusteward.errors import InputError
 
@@ -63,7 +63,9 @@ def read_file(
             ts = _mtime(path)
             batch.problems.append(Problem(source, "no snapshot time in the file name; used the file's mtime"))
         lines = (line for lines in _batches(path, source) for line in lines)
-        batch.add("quota_snapshots", read_assoc(lines, ts=ts, source=source))
+        snapshots, tree = read_assoc_tree(lines, ts=ts, source=source)
+        batch.add("quota_snapshots", snapshots)
+        batch.add("account_tree", tree)
     elif kind in ("dcgm", "inference"):
         samples = _parse_exposition(path, source, openmetrics=_is_openmetrics(path))
         scrape_ms = int(path.stat().st_mtime * 1000)
