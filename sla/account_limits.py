@@ -18,8 +18,10 @@ from typing import Any
 
 import polars as pl
 
-BINDING = pl.Schema({
-    "cluster": pl.Utf8, "ts": pl.Datetime("us"), "job_id": pl.Int64, "account": pl.Utf8, "reason": pl.Utf8,
+from gpusteward import tables
+
+BINDING = tables.schema({
+    "cluster": pl.Utf8, "ts": tables.TS, "job_id": pl.Int64, "account": pl.Utf8, "reason": pl.Utf8,
     "wait_kind": pl.Utf8, "gpus_requested": pl.Int32, "bound_by": pl.Utf8, "bound_limit": pl.Int32,
     "bound_in_use": pl.Int32,
 })
