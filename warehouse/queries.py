@@ -30,6 +30,8 @@ USER_TABLES = (
     "inference_windows",
     "quota_snapshots",
     "quota_usage",
+    "account_tree",
+    "pending_jobs",
     "import_runs",
     "sla_results",
     "idle_by_job",

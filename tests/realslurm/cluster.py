@@ -215,7 +215,8 @@ class SlurmCluster:
         key.chmod(0o400)
         for path in (self.base / "munge", key):
             os.chown(path, munge.pw_uid, munge.pw_gid)
-        (self.base / "munge").chmod(0o700)
+        # munged refuses a socket folder without execute for all, and checks it as it starts: set it first
+        (self.base / "munge").chmod(0o711)
         sock = self.base / "munge" / "munge.sock"
         self._spawn(
             "munged",
@@ -233,7 +234,6 @@ class SlurmCluster:
                 f"--seed-file={self.base}/munge/seed",
             ],
         )
-        (self.base / "munge").chmod(0o711)
         self._wait("munged", sock.exists)
 
     def _mariadb(self) -> None:

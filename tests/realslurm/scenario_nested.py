@@ -46,6 +46,16 @@ def _wait_reason(slurm: SlurmCluster, job_id: int, reason: str, seconds: float =
     return got
 
 
+def wait_recorded(slurm: SlurmCluster, job_id: int, seconds: float = 30.0) -> None:
+    """Until `sacct --json` holds `job_id`: slurmctld hands job records to slurmdbd a moment after they end."""
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        if job_id in {j["job_id"] for j in json.loads(slurm.run("sacct", "-a", "-D", "-X", "--json"))["jobs"]}:
+            return
+        time.sleep(0.5)
+    raise AssertionError(f"job {job_id} not in sacct --json after {seconds:.0f} s")
+
+
 def run_nested(slurm: SlurmCluster) -> NestedScenario:
     s = NestedScenario()
     s.array_job = submit(slurm, "--array=1-6", "-A", "vision", "-p", "dev", "--gres=gpu:1", "-J", "arr",
@@ -101,4 +111,5 @@ def run_nested(slurm: SlurmCluster) -> NestedScenario:
     s.scav_after = wait_for(slurm, s.ids["scav"], "PREEMPTED", "CANCELLED", "PENDING", "RUNNING")
     for name in ("vision_a", "nlp_a"):
         wait_for(slurm, s.ids[name], "CANCELLED")
+    wait_recorded(slurm, max(s.ids.values()))
     return s
