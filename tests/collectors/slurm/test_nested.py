@@ -165,3 +165,22 @@ def test_json_nested_10000_deep_is_refused_not_a_recursion_error() -> None:
     text = '{"jobs": ' + "[" * 10_000 + "]" * 10_000 + "}"
     with pytest.raises(InputError, match=r"^s: JSON nested too deep"):
         load_json(text, source="s")
+
+
+def test_a_record_without_submit_time_no_longer_blocks_the_import(tmp_path: Path) -> None:
+    """Issue 17 items 1 and 3: `time.submission` 0 raised a ConstraintException on jobs.submit_time,
+    so the file (and a service's import folder, every cycle) stored nothing."""
+    from collectors.files import read_file
+    from warehouse import open_warehouse
+
+    data = _load("sacct.json")
+    data["jobs"][0]["time"]["submission"] = 0
+    data["jobs"][1]["time"] = None
+    path = tmp_path / "sacct_submission0.json"
+    path.write_text(json.dumps(data))
+    batch = read_file(path)
+    with open_warehouse(tmp_path / "w.duckdb") as wh:
+        wh.ingest(str(path), batch.frames)
+        assert wh.count("jobs") == len(data["jobs"]) - 2
+    fields = [str(p).split(" skipped: ")[1].split(":")[0] for p in batch.problems]
+    assert fields == ["time.submission", "time.submission"]
