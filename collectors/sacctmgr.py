@@ -17,7 +17,7 @@ it is not the account's GPU limit: it is kept in ACCOUNT_TREE's `gpu_type_limits
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 
@@ -71,25 +71,42 @@ def read_assoc(lines: Iterable[str], *, ts: datetime, source: str) -> pl.DataFra
     return read_assoc_tree(lines, ts=ts, source=source)[0]
 
 
-def read_assoc_tree(lines: Iterable[str], *, ts: datetime, source: str) -> tuple[pl.DataFrame, pl.DataFrame]:
-    """(QUOTA_SNAPSHOTS, ACCOUNT_TREE) at time `ts`; the tree is empty without a ParentName column."""
-    header: list[str] | None = None
-    rows: list[tuple[object, ...]] = []
-    tree: list[tuple[object, ...]] = []
+def pipe_records(
+    lines: Iterable[str], *, source: str, required: Sequence[str], what: str
+) -> Iterator[tuple[int, dict[str, str]]]:
+    """(line number, column -> value) for each row of `-P` output (`sacct -P`, `sacctmgr -P`).
+
+    The first non-blank line is the header and must name every column in `required` (in any order);
+    a trailing `|` is accepted. No header, a header lacking a column, or a row with another number
+    of fields raises InputError naming the line and `what` the file should have been.
+    """
+    names: list[str] | None = None
     for lineno, raw in enumerate(lines, start=1):
         line = raw.rstrip("\r\n")
         if not line.strip():
             continue
         fields = line.split("|")
-        if header is None:
-            header = _header(fields, source, lineno)
+        if names is None:
+            names = fields[:-1] if fields[-1] == "" else fields
+            missing = [name for name in required if name not in names]
+            if missing:
+                raise InputError(source, f"header lacks {', '.join(missing)}: not {what} output", line=lineno)
             continue
-        if len(fields) == len(header) + 1 and fields[-1] == "":
+        if len(fields) == len(names) + 1 and fields[-1] == "":
             fields.pop()
-        if len(fields) != len(header):
-            problem = f"expected {len(header)} fields separated by '|', found {len(fields)}"
+        if len(fields) != len(names):
+            problem = f"expected {len(names)} fields separated by '|', found {len(fields)}"
             raise InputError(source, problem, line=lineno)
-        row = dict(zip(header, fields, strict=True))
+        yield lineno, dict(zip(names, fields, strict=True))
+    if names is None:
+        raise InputError(source, f"empty: expected a '{'|'.join(required[:3])}|...' header", line=1)
+
+
+def read_assoc_tree(lines: Iterable[str], *, ts: datetime, source: str) -> tuple[pl.DataFrame, pl.DataFrame]:
+    """(QUOTA_SNAPSHOTS, ACCOUNT_TREE) at time `ts`; the tree is empty without a ParentName column."""
+    rows: list[tuple[object, ...]] = []
+    tree: list[tuple[object, ...]] = []
+    for lineno, row in pipe_records(lines, source=source, required=_REQUIRED, what="sacctmgr -P show assoc"):
         if row["User"]:
             continue
         account = row["Account"]
@@ -102,22 +119,11 @@ def read_assoc_tree(lines: Iterable[str], *, ts: datetime, source: str) -> tuple
         rows.append((row["Cluster"], ts, "account", account, limits.total, _priority(row, source, lineno)))
         if "ParentName" in row:
             tree.append((row["Cluster"], ts, account, row["ParentName"] or None, limits.total, limits.typed))
-    if header is None:
-        raise InputError(source, "empty: expected a 'Cluster|Account|User|GrpTRES|...' header", line=1)
     snaps = pl.DataFrame(rows, schema=tables.QUOTA_SNAPSHOTS, orient="row") if rows else tables.empty(
         tables.QUOTA_SNAPSHOTS)
     accounts = pl.DataFrame(tree, schema=tables.ACCOUNT_TREE, orient="row") if tree else tables.empty(
         tables.ACCOUNT_TREE)
     return snaps, accounts
-
-
-def _header(fields: list[str], source: str, lineno: int) -> list[str]:
-    if fields and fields[-1] == "":
-        fields = fields[:-1]
-    missing = [name for name in _REQUIRED if name not in fields]
-    if missing:
-        raise InputError(source, f"header lacks {', '.join(missing)}: not sacctmgr -P show assoc output", line=lineno)
-    return fields
 
 
 def _priority(row: dict[str, str], source: str, lineno: int) -> int | None:

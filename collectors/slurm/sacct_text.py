@@ -28,9 +28,9 @@ import polars as pl
 
 from collectors.batch import Problem
 from collectors.sacct import BadFieldError, _events, checked
+from collectors.sacctmgr import pipe_records
 from collectors.slurm.shapes import gpu_in_tres
 from gpusteward import tables
-from gpusteward.errors import InputError
 
 REQUIRED = ("JobID", "JobIDRaw", "Cluster", "Account", "Partition", "QOS", "State", "ExitCode", "DerivedExitCode",
             "Reason", "Submit", "Eligible", "Start", "End", "AllocTRES", "NodeList")
@@ -53,34 +53,16 @@ def is_sacct_text(first_line: str) -> bool:
 
 def read_sacct_text(lines: Iterable[str], *, source: str) -> tuple[pl.DataFrame, pl.DataFrame, list[Problem]]:
     """(JOBS, JOB_EVENTS, problems) from a `sacct -P` dump with the columns in REQUIRED."""
-    header: list[str] | None = None
     rows: list[dict[str, Any]] = []
     problems: list[Problem] = []
-    for lineno, raw in enumerate(lines, start=1):
-        line = raw.rstrip("\r\n")
-        if not line.strip():
-            continue
-        fields = line.split("|")
-        if header is None:
-            header = fields[:-1] if fields[-1] == "" else fields
-            missing = [name for name in REQUIRED if name not in header]
-            if missing:
-                raise InputError(source, f"sacct -P header lacks {', '.join(missing)}", line=lineno)
-            continue
-        if len(fields) == len(header) + 1 and fields[-1] == "":
-            fields.pop()
-        if len(fields) != len(header):
-            problem = f"expected {len(header)} fields separated by '|', found {len(fields)}"
-            raise InputError(source, problem, line=lineno)
-        record = dict(zip(header, fields, strict=True))
+
+    for lineno, record in pipe_records(lines, source=source, required=REQUIRED, what="sacct -P"):
         if "." in record["JobID"]:
             continue  # a step (12.batch, 12.0): jobs only
         try:
             rows.append(checked(_row(record), _FIELDS))
         except BadFieldError as exc:
             problems.append(Problem(source, f"job {record['JobID'][:40]!r} skipped: {exc}"[:300], line=lineno))
-    if header is None:
-        raise InputError(source, "empty: expected a 'JobID|JobIDRaw|...' header", line=1)
     frame = pl.DataFrame(rows, schema=tables.JOBS, orient="row") if rows else tables.empty(tables.JOBS)
     frame = frame.unique(subset=list(tables.JOBS_KEY), keep="last", maintain_order=True)
     return frame, _events(frame), problems

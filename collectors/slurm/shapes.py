@@ -149,6 +149,19 @@ def qos_snapshots(data: Any, *, cluster: str, ts: datetime, source: str) -> pl.D
 def association_snapshots(data: Any, *, cluster: str | None, ts: datetime, source: str) -> pl.DataFrame:
     """QUOTA_SNAPSHOTS (kind account) from `GET /slurmdb/vX/associations`: account rows (no user), `max.tres.total`."""
     rows = []
+    for i, assoc, own in _account_associations(data, cluster, source):
+        with _record(source, "association", i):
+            limit = _bounded(gpu_in_tres_list(_at(assoc, "max", "tres", "total")), "gres/gpu limit")
+            priority = _number(assoc.get("priority"))
+            rows.append((own, ts, "account", _name(assoc, "account"), limit, priority))
+    return _frame(rows)
+
+
+def _account_associations(
+    data: Any, cluster: str | None, source: str
+) -> list[tuple[int, Mapping[str, Any], str | None]]:
+    """(index, record, cluster) of the account associations (no user, no partition) of `cluster`."""
+    out = []
     for i, assoc in enumerate(_records(data, ("associations",), source)):
         with _record(source, "association", i):
             if assoc.get("user") or assoc.get("partition"):
@@ -156,26 +169,19 @@ def association_snapshots(data: Any, *, cluster: str | None, ts: datetime, sourc
             own = _text(assoc.get("cluster"), "cluster")
             if cluster is not None and own not in (None, "", cluster):
                 continue
-            limit = _bounded(gpu_in_tres_list(_at(assoc, "max", "tres", "total")), "gres/gpu limit")
-            priority = _number(assoc.get("priority"))
-            rows.append((own or cluster, ts, "account", _name(assoc, "account"), limit, priority))
-    return _frame(rows)
+        out.append((i, assoc, own or cluster))
+    return out
 
 
 def association_tree(data: Any, *, cluster: str | None, ts: datetime, source: str) -> pl.DataFrame:
     """ACCOUNT_TREE from `GET /slurmdb/vX/associations`: account rows with `parent_account` and own GPU limits."""
     rows = []
-    for i, assoc in enumerate(_records(data, ("associations",), source)):
+    for i, assoc, own in _account_associations(data, cluster, source):
         with _record(source, "association", i):
-            if assoc.get("user") or assoc.get("partition"):
-                continue
-            own = _text(assoc.get("cluster"), "cluster")
-            if cluster is not None and own not in (None, "", cluster):
-                continue
             total = _at(assoc, "max", "tres", "total")
             limit = _bounded(gpu_in_tres_list(total), "gres/gpu limit")
             parent = _text(assoc.get("parent_account"), "parent_account") or None
-            rows.append((own or cluster, ts, _name(assoc, "account"), parent, limit, _typed_gpus(total)))
+            rows.append((own, ts, _name(assoc, "account"), parent, limit, _typed_gpus(total)))
     if not rows:
         return tables.empty(tables.ACCOUNT_TREE)
     return pl.DataFrame(rows, schema=tables.ACCOUNT_TREE, orient="row")

@@ -56,7 +56,7 @@ def test_bad_lines_name_the_job_and_field() -> None:
     assert jobs.height == 1
     assert problems[0].line == 3
     assert "skipped: End: " in problems[0].message
-    with pytest.raises(InputError, match=r"^p:1: sacct -P header lacks Cluster, Account, .*ExitCode"):
+    with pytest.raises(InputError, match=r"^p:1: header lacks Cluster, Account, .*ExitCode.*: not sacct -P output"):
         read_sacct_text(["JobID|JobIDRaw|State"], source="p")
 
 
