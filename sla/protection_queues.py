@@ -24,7 +24,7 @@ import polars as pl
 from gpusteward.config.schema import Config
 from gpusteward.domain import Scenario
 from gpusteward.objectives import interactive_limits
-from sla.common import classified_jobs, human_duration, window_of
+from sla.common import classified_jobs, human_duration, job_label, window_of
 from sla.inputs import EvaluationInputs
 from sla.minute_digest import minute_digest
 from sla.protection_common import (
@@ -79,13 +79,13 @@ class QueueWaitLine:
                 .with_columns(pl.max_horizontal("start", pl.lit(window.start)).alias("start"))
                 .filter(pl.col("end") > pl.col("start"))
                 .with_columns(((pl.col("end") - pl.col("_ready")).dt.total_seconds()).alias("wait_s"))
-                .select("queue", "start", "end", "job_id", "wait_s", "limit_s")
+                .select("queue", "start", "end", "job_id", job_label().alias("job"), "wait_s", "limit_s")
             )
             runs = merge_intervals(waited, ["queue"])
             for ep in join_runs(runs, ["queue"], for_=line.for_, resolve_after=line.resolve_after):
                 order = sorted(range(len(ep["job_id"])), key=lambda i: (-ep["wait_s"][i], ep["job_id"][i]))
                 named = ", ".join(
-                    f"job {ep['job_id'][i]} waited {human_duration(ep['wait_s'][i])}" for i in order[:_MAX_NAMED]
+                    f"job {ep['job'][i]} waited {human_duration(ep['wait_s'][i])}" for i in order[:_MAX_NAMED]
                 )
                 evidence = f"{len(order)} jobs waited past {human_duration(min(ep['limit_s']))}: {named}"
                 rows.append(episode_row(

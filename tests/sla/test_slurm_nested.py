@@ -4,6 +4,7 @@ by `python -m tests.realslurm.capture_nested`): D1, D2 and D5 of issue 19."""
 from __future__ import annotations
 
 import json
+import re
 from datetime import datetime
 from pathlib import Path
 from typing import Any
@@ -75,3 +76,19 @@ def test_d5_a_job_rejected_at_submit_never_started_and_is_not_counted_as_started
     started_train = [j for j in jobs if j["partition"] == "train" and j["start_time"] is not None]
     assert waits["rows"].to_list() == [len(started_train)]
     assert rejected["job_id"] not in [j["job_id"] for j in started_train]
+
+
+def test_array_tasks_are_named_as_sacct_prints_them() -> None:
+    """D4: six rows keyed by raw job id, all named `arr`; the review now names a task `1_5`, not 9."""
+    jobs = [j for j in _jobs() if j["name"] == "arr"]
+    labels = {f"{j['array_job_id']}_{j['array_task_id']}" for j in jobs}
+    assert len(labels) == 6
+    cfg = config('[[rules]]\nscenario = "training"\nmatch = { partition = "dev" }\n' + _line("0s"))
+    ins = inputs(jobs=jobs, month=MONTH, data_end=END)
+    waits = QueueEvaluator().evaluate(ins, cfg).filter(pl.col("indicator") == "queue_wait_max")
+    named = re.search(r"\(job (\S+),", waits.filter(pl.col("subject") == "stewnest/dev")["evidence"][0])
+    assert named is not None
+    assert named.group(1) in labels
+    episodes = QueueWaitLine().episodes(ins, cfg)
+    assert set(re.findall(r"job (\S+) waited", episodes["evidence"][0])) <= labels
+    assert re.findall(r"job (\S+) waited", episodes["evidence"][0])
