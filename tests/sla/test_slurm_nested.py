@@ -5,16 +5,18 @@ from __future__ import annotations
 
 import json
 import re
-from datetime import datetime
+from datetime import datetime, timedelta
 from pathlib import Path
 from typing import Any
 
 import polars as pl
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from collectors.sacct import read_sacct
 from gpusteward.domain import Month
 from sla.common import window_of
-from sla.interruptions import recoveries
+from sla.interruptions import RETRY_WITHIN, _next_start, recoveries
 from sla.protection_queues import QueueWaitLine
 from sla.queues import QueueEvaluator
 from tests.sla.builders import config, inputs
@@ -92,3 +94,34 @@ def test_array_tasks_are_named_as_sacct_prints_them() -> None:
     episodes = QueueWaitLine().episodes(ins, cfg)
     assert set(re.findall(r"job (\S+) waited", episodes["evidence"][0])) <= labels
     assert re.findall(r"job (\S+) waited", episodes["evidence"][0])
+
+
+def _reference_next_start(setbacks: list[dict[str, Any]], records: list[dict[str, Any]]) -> list[Any]:
+    """The definition, pair by pair: the first other record of the job submitted at or after the end."""
+    out = []
+    for s in setbacks:
+        later = [r for r in records if r["job_id"] == s["job_id"] and r["start_time"] is not None
+                 and not (r["submit_time"] == s["submit_time"])
+                 and s["end_time"] <= r["submit_time"] <= s["end_time"] + RETRY_WITHIN]
+        later.sort(key=lambda r: r["submit_time"])
+        out.append(later[0]["start_time"] if later else None)
+    return out
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.lists(st.tuples(st.integers(1, 3), st.integers(0, 20), st.integers(0, 5), st.booleans()),
+                min_size=1, max_size=25))
+def test_recovery_matches_its_definition(specs: list[tuple[int, int, int, bool]]) -> None:
+    """Sorted joins give what the pairwise definition gives, self-matches excluded (D2)."""
+    base = datetime(2026, 12, 1)
+    records: dict[tuple[int, datetime], dict[str, Any]] = {}
+    for job, submit, run, preempted in specs:
+        t = base + timedelta(hours=submit)
+        records[(job, t)] = {"cluster": "c", "job_id": job, "submit_time": t, "start_time": t,
+                             "end_time": t + timedelta(hours=run), "state": "PREEMPTED" if preempted else "COMPLETED",
+                             "user": "u", "name": f"n{job}"}
+    rows = list(records.values())
+    frame = pl.DataFrame(rows)
+    setbacks = frame.filter(pl.col("state") == "PREEMPTED").sort("end_time")
+    got = _next_start(setbacks, frame, ["cluster", "job_id"]).to_list()
+    assert got == _reference_next_start(setbacks.rows(named=True), rows)
