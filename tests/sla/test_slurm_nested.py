@@ -101,7 +101,7 @@ def _reference_next_start(setbacks: list[dict[str, Any]], records: list[dict[str
     out = []
     for s in setbacks:
         later = [r for r in records if r["job_id"] == s["job_id"] and r["start_time"] is not None
-                 and not (r["submit_time"] == s["submit_time"])
+                 and r["submit_time"] != s["submit_time"]
                  and s["end_time"] <= r["submit_time"] <= s["end_time"] + RETRY_WITHIN]
         later.sort(key=lambda r: r["submit_time"])
         out.append(later[0]["start_time"] if later else None)
