@@ -201,6 +201,10 @@ class Warehouse:
     def data_end(self) -> datetime | None:
         return queries.data_end(self._con)
 
+    def slurm_queue(self, month: Month) -> tuple[pl.DataFrame, pl.DataFrame, pl.DataFrame]:
+        """(PENDING_JOBS, ACCOUNT_TREE, QUOTA_USAGE) of the month; see queries.slurm_queue."""
+        return queries.slurm_queue(self._con, month)
+
     def completeness(self, month: Month) -> pl.DataFrame:
         return queries.completeness(self._con, month)
 

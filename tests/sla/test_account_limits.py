@@ -46,3 +46,17 @@ def test_wait_kinds() -> None:
     kinds = [wait_kind(r) for r in ("AssocGrpGRES", "QOSGrpGRES", "QOSMaxGRESPerUser", "Priority", "Resources",
                                     "Dependency", None)]
     assert kinds == ["quota", "quota", "limit", "capacity", "capacity", "other", "other"]
+
+
+def test_round_trip_through_the_warehouse(tmp_path: Path) -> None:
+    from gpusteward.domain import Month
+    from warehouse import open_warehouse
+
+    pending, tree, usage = _captured()
+    with open_warehouse(tmp_path / "w.duckdb") as wh:
+        wh.ingest("squeue", {"pending_jobs": pending, "account_tree": tree, "quota_usage": usage})
+        wh.ingest("squeue again", {"pending_jobs": pending, "account_tree": tree, "quota_usage": usage})
+        stored = wh.slurm_queue(Month(2026, 12))
+    assert [f.height for f in stored] == [pending.height, tree.height, usage.height]  # stored once
+    bound = binding_limits(*stored).select("job_id", "bound_by").sort("job_id").rows()
+    assert bound == sorted([(IDS["vision_b"], "research"), (IDS["nlp_b"], "nlp")])
