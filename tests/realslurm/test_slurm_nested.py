@@ -19,7 +19,7 @@ from gpusteward.domain import Month
 from sla.account_limits import binding_limits
 from sla.protection_queues import QueueWaitLine
 from tests.realslurm.cluster import NESTED, SlurmCluster
-from tests.realslurm.scenario import submit, wait_for
+from tests.realslurm.scenario import Scenario, submit, wait_for
 from tests.realslurm.scenario_nested import SACCT_P_FORMAT, NestedScenario
 from tests.sla.builders import config, inputs
 from warehouse import open_warehouse
@@ -115,12 +115,15 @@ def test_pending_snapshot_explains_the_parents_limit(nested_slurm: SlurmCluster,
 
 
 @pytest.fixture(params=["flat", "nested"])
-def layout(request: pytest.FixtureRequest) -> tuple[SlurmCluster, str]:
-    if request.param == "flat":
-        request.getfixturevalue("scenario")
-        return request.getfixturevalue("slurm"), "stewtest"
-    request.getfixturevalue("nested")
-    return request.getfixturevalue("nested_slurm"), CLUSTER
+def layout(
+    request: pytest.FixtureRequest, slurm: SlurmCluster, scenario: Scenario, nested_slurm: SlurmCluster,
+    nested: NestedScenario,
+) -> tuple[SlurmCluster, str]:
+    """Both layouts, each after its scenario ran. Named statically, so that tests/parallel.py keeps this
+    module with the others that share the session's clusters on one worker."""
+    assert scenario.ids
+    assert nested.ids
+    return (slurm, "stewtest") if request.param == "flat" else (nested_slurm, CLUSTER)
 
 
 def test_file_dumps_import_as_live_collection(layout: tuple[SlurmCluster, str], tmp_path: Path) -> None:
