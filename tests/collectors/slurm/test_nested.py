@@ -184,3 +184,10 @@ def test_a_record_without_submit_time_no_longer_blocks_the_import(tmp_path: Path
         assert wh.count("jobs") == len(data["jobs"]) - 2
     fields = [str(p).split(" skipped: ")[1].split(":")[0] for p in batch.problems]
     assert fields == ["time.submission", "time.submission"]
+
+
+def test_live_answers_nested_10000_deep_are_refused() -> None:
+    from collectors.slurm.transport import parse_json
+
+    with pytest.raises(InputError, match=r"^sacct --json: JSON nested too deep"):
+        parse_json('{"jobs": ' + "[" * 10_000 + "]" * 10_000 + "}", source="sacct --json")
