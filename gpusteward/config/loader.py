@@ -145,6 +145,22 @@ def _build_scalar(tp: Any, value: Any, path: str, problems: list[str]) -> Any:
     raise TypeError(f"unsupported config type {tp!r} at {path}")
 
 
+RENAMED_KEYS: dict[str, tuple[str, ...]] = {"resolve_after": ("keep_firing_for", "episode_gap")}
+"""Older keys and the fields they now set: a protection line's `resolve_after` once kept the alert
+firing and grouped the review's episodes at once, so it sets both (where the file does not)."""
+
+
+def _renamed(value: dict[str, Any], fields: dict[str, Any]) -> dict[str, Any]:
+    old = [key for key in RENAMED_KEYS if key in value and all(f in fields for f in RENAMED_KEYS[key])]
+    if not old:
+        return value
+    out = {k: v for k, v in value.items() if k not in old}
+    for key in old:
+        for new in RENAMED_KEYS[key]:
+            out.setdefault(new, value[key])
+    return out
+
+
 def _build_text(value: Any, path: str, problems: list[str]) -> Any:
     try:
         return LocalText.parse(value)
@@ -167,6 +183,7 @@ def _build_dataclass(tp: Any, value: Any, path: str, problems: list[str]) -> Any
         return _INVALID
     hints = typing.get_type_hints(tp)
     fields = {FIELD_ALIASES.get(f.name, f.name): f for f in dataclasses.fields(tp) if not f.metadata.get("internal")}
+    value = _renamed(value, fields)
     for key in value:
         if key not in fields:
             close = difflib.get_close_matches(key, list(fields), n=1)

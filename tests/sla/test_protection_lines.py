@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from datetime import timedelta
+
 import polars as pl
 import pytest
 
@@ -127,3 +129,11 @@ def test_burn_rate_fires_on_a_fast_burn_and_the_traffic_gate_holds_quiet_service
 
 def test_no_lines_no_episodes() -> None:
     assert protection_episodes(inputs(jobs=[job(1)], data_end=at(60)), config()).height == 0
+
+
+def test_the_older_resolve_after_sets_keep_firing_for_and_episode_gap() -> None:
+    line = '[[protection.queue_wait]]\nqueue = "east/train"\nmax_wait = "1h"\n'
+    [old] = config(line + 'resolve_after = "3h"').protection.queue_wait
+    assert (old.keep_firing_for, old.episode_gap) == (timedelta(hours=3), timedelta(hours=3))
+    [mixed] = config(line + 'resolve_after = "3h"\nepisode_gap = "1d"').protection.queue_wait
+    assert (mixed.keep_firing_for, mixed.episode_gap) == (timedelta(hours=3), timedelta(days=1))
