@@ -23,7 +23,7 @@ from gpusteward.errors import InputError
 
 CHUNK = 1 << 22
 PEEK = 1 << 16
-RATIO_AFTER = 16 << 20  # the ratio is judged once this much is decompressed: small files vary
+RATIO_AFTER = 4 << 20  # the ratio is judged once this much is decompressed: small files vary
 BOM = "\ufeff"
 
 

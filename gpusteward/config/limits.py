@@ -24,7 +24,7 @@ class LimitsConfig:
         4096 * MIB, "largest file, after gzip decompression, that an import reads (bytes; 4 GiB)"
     )
     max_compression_ratio: float = opt(
-        200.0, "refuse a gzip file expanding more than this many times (judged once 16 MiB are read)"
+        200.0, "refuse a gzip file expanding more than this many times (judged once 4 MiB are read)"
     )
     max_line_length: int = opt(64 * 1024, "longest line of an imported file or a scrape, in characters")
     max_header_bytes: int = opt(
