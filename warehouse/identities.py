@@ -59,8 +59,10 @@ def record_identities(
     ):
         history.setdefault(key, []).append((valid_from, (uuid, model)))
     changes: list[IdentityChange] = []
+    touched = False
     for cluster, host, gpu, key, start, uuid, model in runs.iter_rows():
-        change = _merge(con, history.setdefault(key, []), key, start, (uuid, model))
+        wrote, change = _merge(con, history.setdefault(key, []), key, start, (uuid, model))
+        touched |= wrote
         if change is not None:
             ts, old, new = change
             changes.append(IdentityChange(cluster, host, gpu, ts, old, new))
@@ -69,16 +71,17 @@ def record_identities(
                 "INSERT INTO gpu_identity_changes VALUES (?, ?, ?, ?, ?, ?, ?, now()::TIMESTAMP)",
                 [key, ts, old[0], old[1], new[0], new[1], source],
             )
-    run(
-        con,
-        """
-        UPDATE gpus SET uuid = i.uuid, model_name = i.model_name
-        FROM (SELECT gpu_key, arg_max(uuid, valid_from) AS uuid, arg_max(model_name, valid_from) AS model_name
-              FROM gpu_identities WHERE list_contains(?, gpu_key) GROUP BY gpu_key) i
-        WHERE gpus.gpu_key = i.gpu_key
-        """,
-        [gpu_keys],
-    )
+    if touched:  # most batches repeat the identities stored: nothing to write
+        run(
+            con,
+            """
+            UPDATE gpus SET uuid = i.uuid, model_name = i.model_name
+            FROM (SELECT gpu_key, arg_max(uuid, valid_from) AS uuid, arg_max(model_name, valid_from) AS model_name
+                  FROM gpu_identities WHERE list_contains(?, gpu_key) GROUP BY gpu_key) i
+            WHERE gpus.gpu_key = i.gpu_key
+            """,
+            [gpu_keys],
+        )
     return changes
 
 
@@ -97,11 +100,12 @@ def _runs(frame: pl.DataFrame) -> pl.DataFrame:
 
 def _merge(
     con: duckdb.DuckDBPyConnection, rows: list[tuple[datetime, Identity]], key: int, start: datetime, new: Identity
-) -> tuple[datetime, Identity, Identity] | None:
-    """Add one run to a GPU's history (`rows`, kept sorted); return the change it shows (when, from, to)."""
+) -> tuple[bool, tuple[datetime, Identity, Identity] | None]:
+    """Add one run to a GPU's history (`rows`, kept sorted); return whether the history was written
+    and the change the run shows (when, from, to), if any."""
     before = [r for r in rows if r[0] <= start]
     if before and before[-1][1] == new:
-        return None
+        return False, None
     if not before and rows and rows[0][1] == new:
         # The same card seen earlier than known: its identity starts earlier.
         run(
@@ -110,12 +114,12 @@ def _merge(
             [start, key, rows[0][0]],
         )
         rows[0] = (start, new)
-        return None
+        return True, None
     run(con, "INSERT OR REPLACE INTO gpu_identities VALUES (?, ?, ?, ?)", [key, start, new[0], new[1]])
     rows[:] = sorted([r for r in rows if r[0] != start] + [(start, new)])
     if before:
-        return start, before[-1][1], new
+        return True, (start, before[-1][1], new)
     if len(rows) > 1:
         # An older file brought an earlier identity: the change is where the stored one began.
-        return rows[1][0], new, rows[1][1]
-    return None  # the GPU's first identity
+        return True, (rows[1][0], new, rows[1][1])
+    return True, None  # the GPU's first identity
