@@ -21,10 +21,19 @@ _GPU = re.compile(r"(?:^|,)gres/gpu=(\d+)(?:,|$)")
 _STAMP = re.compile(r"(\d{8}T\d{6}Z)")
 
 
-def snapshot_time(name: str) -> datetime | None:
-    """The time in a file name such as `assoc-20261101T000000Z.txt` (naive UTC), if any."""
+def snapshot_time(name: str, *, source: str | None = None) -> datetime | None:
+    """The time in a file name such as `assoc-20261101T000000Z.txt` (naive UTC), if any.
+
+    Raises InputError naming `source` (default: `name`) when that time is not a real one."""
     m = _STAMP.search(name)
-    return datetime.strptime(m.group(1), "%Y%m%dT%H%M%SZ") if m else None
+    if m is None:
+        return None
+    try:
+        return datetime.strptime(m.group(1), "%Y%m%dT%H%M%SZ")
+    except ValueError:
+        raise InputError(
+            source or name, f"the snapshot time {m.group(1)} in the file name is not a valid date and time (UTC)"
+        ) from None
 
 
 def read_assoc(lines: Iterable[str], *, ts: datetime, source: str) -> pl.DataFrame:

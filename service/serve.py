@@ -25,6 +25,7 @@ from alerts.model import Alert
 from alerts.notify import deliver
 from gpusteward.clock import Clock, SystemClock
 from gpusteward.config import Config
+from gpusteward.config.service import DEFAULT_IMPORT_IGNORE
 from gpusteward.domain import Month
 from service.api import ApiContext, Request, load_tokens, make_server
 from service.jobs import Job, JobResult, Scheduler
@@ -54,6 +55,7 @@ class ServeSettings:
 
     read_model: Path
     import_dirs: tuple[Path, ...] = ()
+    import_ignore: tuple[str, ...] = DEFAULT_IMPORT_IGNORE  # globs on names the folder imports never read
     host: str = "127.0.0.1"
     port: int = 9464
     token_files: tuple[Path, ...] = ()
@@ -127,7 +129,9 @@ class Service:
     def _jobs(self, wh: Warehouse) -> list[Job]:
         s, shared, m = self.settings, self.shared, self.metrics
         jobs: list[Job] = [
-            FolderImport(f"import:{d.name or d}", s.import_interval, [d], wh, shared, m, settle=s.settle)
+            FolderImport(
+                f"import:{d.name or d}", s.import_interval, [d], wh, shared, m, settle=s.settle, ignore=s.import_ignore
+            )
             for d in s.import_dirs
         ]
         for src, interval in s.live_sources:
@@ -325,6 +329,7 @@ def settings_from_config(
     return ServeSettings(
         read_model=Path(model or Path(config.resolve(config.warehouse.path)).parent / "readmodel"),
         import_dirs=tuple(Path(d) for d in import_dirs) or tuple(Path(config.resolve(d)) for d in sc.import_dirs),
+        import_ignore=tuple(sc.import_ignore),
         host=host or "127.0.0.1",
         port=int(port),
         token_files=tuple(Path(f) for f in token_files) or tuple(Path(config.resolve(f)) for f in sc.token_files),
