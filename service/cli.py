@@ -60,6 +60,7 @@ def validate_config(file: str) -> None:
 def simulate(out_dir: str, start: Any, days: int, seed: int, nodes: int) -> None:
     """Write a simulated fleet's history in real formats (never the warehouse)."""
     from service.progress import stage_progress
+    from simulator import MANIFEST_FILE
     from simulator import simulate as run_simulation
 
     with stage_progress("simulate") as progress:
@@ -69,6 +70,7 @@ def simulate(out_dir: str, start: Any, days: int, seed: int, nodes: int) -> None
     click.echo(f"wrote {len(manifest.files)} files to {out_dir} (seed {seed}); planted problems:")
     for problem in manifest.planted:
         click.echo(f"  - {problem.kind}: {problem.subject} ({problem.start} to {problem.end})")
+    click.echo(f"import it with: gpusteward import --ignore {MANIFEST_FILE} {out_dir}")
 
 
 @cli.command("import")
