@@ -1,8 +1,9 @@
 """Import files into the warehouse with the project's own readers, one atomic batch per file.
 
-A file that cannot be read, for any reason (bad input, an unreadable file, a row the warehouse
-refuses, or an unexpected error of a reader), stores nothing, is quarantined with its reason and
-never stops the other files: quarantine, not blockage (docs/service.md#quarantine).
+A file that cannot be read (bad input, a row the warehouse refuses, or any unexpected error of a
+reader) stores nothing, is quarantined with its reason and never stops the other files: quarantine,
+not blockage (docs/service.md#quarantine). An I/O error is recorded but not quarantined (the
+content is not to blame); a failure of the warehouse's own storage (a full disk) fails the run.
 """
 
 from __future__ import annotations
@@ -118,22 +119,23 @@ def import_one(
     try:
         batch = read_file(path, inference_state=state, mappings=mappings)
         problems = tuple(str(p) for p in batch.problems)
-        # InputError: rows the warehouse refused (the file's fault). Anything else the warehouse
-        # raises (a full disk) is not the file's: it propagates, the job fails and runs again.
         result = wh.ingest(str(path), batch.frames, problems, file=signature, unquarantine=(str(path), digest))
-    except Exception as exc:  # any failure of a reader stays with its file
-        if isinstance(exc, StewardError) or not _from_the_warehouse(exc):
-            message = describe_failure(path, exc)
-            record = Quarantined(path.name, digest, str(path), size, message, type(exc).__name__, source)
-            wh.record_failed_import(str(path), message, file=signature, quarantined=record)
-            return FileOutcome(path, error=message, quarantined=True)
-        raise
+    except Exception as exc:  # any failure stays with its file
+        if _from_the_warehouse(exc):
+            raise  # the warehouse's own storage failed (a full disk): not the file's fault; the job runs again
+        message = describe_failure(path, exc)
+        if isinstance(exc, OSError):  # I/O, not content: recorded, read again once the file changes
+            wh.record_failed_import(str(path), message, file=signature)
+            return FileOutcome(path, error=message)
+        record = Quarantined(path.name, digest, str(path), size, message, type(exc).__name__, source)
+        wh.record_failed_import(str(path), message, file=signature, quarantined=record)
+        return FileOutcome(path, error=message, quarantined=True)
     return FileOutcome(path, result=result, problems=problems)
 
 
 def _from_the_warehouse(exc: BaseException) -> bool:
-    """An error of the warehouse's own storage (DuckDB's), as opposed to one of a reader."""
-    return type(exc).__module__.split(".")[0] in {"duckdb", "_duckdb"}
+    """An error of the warehouse's own storage (DuckDB's). Rows it refuses come as InputError."""
+    return not isinstance(exc, StewardError) and type(exc).__module__.split(".")[0] in {"duckdb", "_duckdb"}
 
 
 def import_files(

@@ -70,7 +70,7 @@ def test_a_row_the_warehouse_refuses_rolls_back_that_file_only(tmp_path: Path) -
         for _ in range(2):  # every cycle: the good day stays stored, nothing of the bad file is
             folder_job(wh, folder).run(NOW)
             assert wh.count("gpu_minutes") > 0
-            assert wh.count("jobs") == 0  # its one job has no submit time: never half-stored
+            assert (wh.count("jobs"), wh.count("job_events")) == (0, 0)  # its one job has no submit time
             reason = quarantined(wh).get("sacct-bad.json")  # or, once the reader refuses it, a problem
             assert reason is None or ("sacct-bad.json" in reason and "refused its rows" in reason)
             failed_runs = wh.query("SELECT count(*) AS n FROM import_runs WHERE status = 'failed'")["n"][0]
@@ -96,6 +96,28 @@ def test_any_exception_of_a_reader_is_contained_to_its_file(tmp_path: Path, monk
         reason = quarantined(wh)["a.om"]
         assert "a.om" in reason
         assert "KeyError" in reason
+
+
+def test_an_io_error_is_recorded_but_not_quarantined(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Permission denied or EIO is not the content's fault: a quarantine by content hash would outlive the fix."""
+    folder = tmp_path / "in"
+    folder.mkdir()
+    (folder / "a.om").write_text(dcgm_dump(hosts=1, gpus=2, minutes=3, seed=1))
+    (folder / "b.om").write_text(dcgm_dump(hosts=2, gpus=2, minutes=3, seed=2))
+
+    def unreadable(path: Path, **kwargs: object) -> object:
+        if path.name == "a.om":
+            raise PermissionError(13, "Permission denied", str(path))
+        return read_file(path, **kwargs)  # type: ignore[arg-type]
+
+    monkeypatch.setattr("service.importer.read_file", unreadable)
+    with open_warehouse(tmp_path / "w.duckdb") as wh:
+        assert "1 failed" in folder_job(wh, folder).run(NOW).detail
+        assert wh.count("gpu_minutes") > 0
+        assert wh.quarantined().is_empty()
+        failed = wh.query("SELECT problems FROM import_runs WHERE status = 'failed'")["problems"].to_list()
+        assert len(failed) == 1
+        assert "a.om: cannot read the file: Permission denied" in failed[0]
 
 
 def test_import_stores_every_good_file_and_exits_nonzero_naming_the_bad_ones(tmp_path: Path) -> None:
