@@ -144,7 +144,7 @@ def status(config_path: str | None, db_path: str | None, as_json: bool) -> None:
     click.echo(f"quarantined files: {len(quarantined)}" + (" (`gpusteward import --retry FILE` reads one again)"
                                                           if quarantined else ""))
     for q in quarantined:
-        click.echo(f"  {q['path']}  since {q['first_seen']}, {q['attempts']} read(s): {q['reason']}")
+        click.echo(f"  {q['path']}  since {q['first_seen'][:16]} UTC, {q['attempts']} read(s): {q['reason']}")
 
 
 @cli.command()

@@ -39,7 +39,7 @@ def record(con: duckdb.DuckDBPyConnection, entry: Quarantined) -> None:
     run(
         con,
         "INSERT INTO quarantined_files (name, sha256, path, size, reason, error_type, source, first_seen, last_seen,"
-        " attempts) VALUES (?, ?, ?, ?, ?, ?, ?, now()::TIMESTAMP, now()::TIMESTAMP, 1)"
+        " attempts) VALUES (?, ?, ?, ?, ?, ?, ?, now() AT TIME ZONE 'UTC', now() AT TIME ZONE 'UTC', 1)"
         " ON CONFLICT (name, sha256) DO UPDATE SET path = excluded.path, reason = excluded.reason,"
         " error_type = excluded.error_type, source = excluded.source, last_seen = excluded.last_seen,"
         " attempts = quarantined_files.attempts + 1",

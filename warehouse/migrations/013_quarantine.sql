@@ -9,8 +9,8 @@ CREATE TABLE quarantined_files (
     reason       VARCHAR NOT NULL,     -- the error, naming the file (and line or record when known)
     error_type   VARCHAR NOT NULL,     -- InputError, OSError, or the unexpected exception's class
     source       VARCHAR NOT NULL,     -- `import` (the command) or the service's job, e.g. import:in
-    first_seen   TIMESTAMP NOT NULL,
-    last_seen    TIMESTAMP NOT NULL,
+    first_seen   TIMESTAMP NOT NULL,    -- UTC
+    last_seen    TIMESTAMP NOT NULL,    -- UTC
     attempts     INTEGER NOT NULL,     -- reads that failed
     PRIMARY KEY (name, sha256)
 );
