@@ -194,6 +194,15 @@ class Handler(BaseHTTPRequestHandler):
         self.end_headers()
         self.wfile.write(body)
 
+    def parse_request(self) -> bool:
+        """http.server's parsing, less HTTP/0.9 (`GET /path` alone), which has no status line or headers."""
+        if not super().parse_request():
+            return False
+        if self.request_version == "HTTP/0.9":
+            self.send_error(400, "HTTP/0.9 is not spoken here: send HTTP/1.0 or HTTP/1.1 requests")
+            return False
+        return True
+
     def send_error(self, code: int, message: str | None = None, explain: str | None = None) -> None:
         """http.server's own refusals (a malformed request line, headers too long, an unknown method)
         as a JSON answer with a status line, like every other error of this API."""

@@ -69,17 +69,22 @@ def raw(api: Api, path: str, body: bytes, *, length: str | None = None, timeout:
         f"POST {path} HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer {TOKEN}\r\nContent-Type: application/json\r\n"
         f"Content-Length: {len(body) if length is None else length}\r\nConnection: close\r\n\r\n"
     ).encode()
-    with socket.create_connection((api.host, api.port), timeout=timeout) as sock:
-        sock.sendall(head + body)
-        chunks = []
-        while chunk := sock.recv(65536):
-            chunks.append(chunk)
-    answer = b"".join(chunks)
+    answer = exchange(api, head + body, timeout=timeout)
     assert answer, "the server dropped the connection without an answer"
     status_line, _, rest = answer.partition(b"\r\n")
     headers, _, payload = rest.partition(b"\r\n\r\n")
     assert b"application/json" in headers.lower()
     return int(status_line.split()[1]), json.loads(payload)
+
+
+def exchange(api: Api, data: bytes, *, timeout: float = 10.0) -> bytes:
+    """Send `data`, read the answer until the server closes the connection."""
+    with socket.create_connection((api.host, api.port), timeout=timeout) as sock:
+        sock.sendall(data)
+        chunks = []
+        while chunk := sock.recv(65536):
+            chunks.append(chunk)
+    return b"".join(chunks)
 
 
 def post(api: Api, path: str, data: Any) -> tuple[int, Any]:
@@ -138,9 +143,16 @@ def test_bodies_that_are_not_a_json_object_are_refused(api: Api, body: bytes) ->
 
 
 def test_a_malformed_request_line_gets_a_json_error(api: Api) -> None:
-    with socket.create_connection((api.host, api.port), timeout=10) as sock:
-        sock.sendall(b"POST /api/v1/reviews HTTP/9.9 extra\r\n\r\n")
-        answer = sock.recv(65536)
+    answer = exchange(api, b"POST /api/v1/reviews HTTP/9.9 extra\r\n\r\n")
     status_line, _, rest = answer.partition(b"\r\n")
     assert int(status_line.split()[1]) == 400
     assert json.loads(rest.partition(b"\r\n\r\n")[2])["error"]
+
+
+def test_an_http_0_9_request_gets_an_http_1_refusal(api: Api) -> None:
+    """Found by the fuzzer: a path with a bare newline made `GET /path` an HTTP/0.9 request, answered
+    without a status line or headers. Nothing here speaks HTTP/0.9."""
+    answer = exchange(api, b"GET /metrics\r\n\r\n")
+    status_line, _, rest = answer.partition(b"\r\n")
+    assert status_line.split()[:2] in ([b"HTTP/1.0", b"400"], [b"HTTP/1.1", b"400"])
+    assert "HTTP/0.9" in json.loads(rest.partition(b"\r\n\r\n")[2])["error"]
