@@ -4,6 +4,7 @@ the other files, the other folders or the later cycles of the service; nothing o
 from __future__ import annotations
 
 import json
+import threading
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
@@ -12,7 +13,9 @@ from click.testing import CliRunner
 
 import service.importer
 from collectors.files import read_file
+from gpusteward.clock import FakeClock
 from service.cli import cli
+from service.jobs import Scheduler
 from service.metrics import ServiceMetrics
 from service.tasks import FolderImport, Shared
 from tests.collectors.synthetic import dcgm_dump
@@ -59,6 +62,26 @@ def test_an_impossible_date_in_a_file_name_is_quarantined_and_the_folder_keeps_i
         assert "failed" not in second.detail
         assert wh.count("gpu_minutes") > stored
         assert wh.quarantined()["attempts"].to_list() == [1]
+
+
+def test_the_scheduled_import_job_succeeds_every_cycle_beside_a_poisoned_file(tmp_path: Path) -> None:
+    folder = tmp_path / "in"
+    folder.mkdir()
+    (folder / "assoc-20261399T250000Z.txt").write_text(ASSOC)
+    (folder / "sacct-submission0.json").write_text(sacct_with(submission=0, start=0, eligible=0))
+    clock = FakeClock(NOW)
+    with open_warehouse(tmp_path / "w.duckdb") as wh:
+        job = FolderImport("import:in", timedelta(minutes=5), [folder], wh, Shared(), ServiceMetrics())
+        scheduler = Scheduler([job], clock, threading.Event())
+        for day in range(3):  # a good day arrives each cycle
+            start = 1_793_491_200 + 86_400 * day
+            (folder / f"day{day}.om").write_text(dcgm_dump(hosts=1, gpus=2, minutes=3, start=start))
+            scheduler.run_due()
+            state = scheduler.states["import:in"]
+            assert (state.failures, state.last_error) == (0, None)
+            clock.advance(timedelta(minutes=5))
+        assert wh.count("gpu_minutes") == 3 * 2 * 3
+        assert len(wh.quarantined()) == 2
 
 
 def test_a_row_the_warehouse_refuses_rolls_back_that_file_only(tmp_path: Path) -> None:
