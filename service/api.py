@@ -5,6 +5,7 @@
     POST /api/v1/alerts/{fingerprint}/silence   {"minutes": 120, "reason": "..."}
     POST /api/v1/alerts/{fingerprint}/acknowledge
     POST /api/v1/reviews                        {"month": "YYYY-MM"}         -> 202
+    POST /api/v1/quarantine/retry               {"path": "...", "reason": "..."} -> 202
 
 Callers send `Authorization: Bearer <token>`; the token's identity is who the audit trail names.
 Tokens come from $GPUSTEWARD_API_TOKENS or a file (`identity:token` per line) and are never logged.
@@ -44,6 +45,7 @@ _ROUTES: tuple[tuple[re.Pattern[str], Action], ...] = (
     (re.compile(r"^/api/v1/alerts/([0-9a-f]{8,64})/silence$"), "alert.silence"),
     (re.compile(r"^/api/v1/alerts/([0-9a-f]{8,64})/acknowledge$"), "alert.acknowledge"),
     (re.compile(r"^/api/v1/reviews$"), "review.trigger"),
+    (re.compile(r"^/api/v1/quarantine/retry$"), "import.retry"),
 )
 
 
@@ -138,6 +140,11 @@ def _request(actor: str, action: Action, target: str, body: Mapping[str, Any], n
         if month is not None and not _is_month(month):
             raise ControlError("month must be a month that exists, as YYYY-MM (e.g. 2026-10)", status=400)
         target = month or "latest"
+    if action == "import.retry":
+        path = body.get("path")
+        if not isinstance(path, str) or not path or len(path) > 4096 or "\x00" in path:
+            raise ControlError("path must be the quarantined file's path, as `gpusteward status` shows it", status=400)
+        target = path
     return Request(actor, action, target, until, reason, month)
 
 
@@ -256,7 +263,7 @@ class Handler(BaseHTTPRequestHandler):
             self._finish(action, exc.status, {"error": str(exc)})
             return
         log.info("control: %s %s %s by %s", action, request.target, "accepted", actor)
-        self._finish(action, 202 if action == "review.trigger" else 200, result)
+        self._finish(action, 202 if action in ("review.trigger", "import.retry") else 200, result)
 
     def _finish(self, action: str, status: int, data: Mapping[str, Any]) -> None:
         if status >= 400:  # a body may be left unread: never parse it as the next request

@@ -121,6 +121,12 @@ class Service:
                 self.shared.review_requests.append(Month.parse(request.month) if request.month else None)
                 if self.scheduler is not None:
                     self.scheduler.poke("review")
+            if request.action == "import.retry":
+                self.shared.retry_files.add(request.target)
+                if self.scheduler is not None:
+                    for name in self.scheduler.states:
+                        if name.startswith("import:"):
+                            self.scheduler.poke(name)
             self._publish()
         return {"action_id": entry.action_id, "action": entry.action, "target": entry.target, "actor": entry.actor}
 

@@ -37,6 +37,7 @@ class Shared:
     evaluated: set[str] = field(default_factory=set)  # months evaluated since the last new data
     alerts_due: bool = False
     review_requests: list[Month | None] = field(default_factory=list)  # None: the latest month
+    retry_files: set[str] = field(default_factory=set)  # quarantined paths to read again (control API)
 
 
 class LiveSource(Protocol):
@@ -76,6 +77,10 @@ class FolderImport:
         if self._seen is None:
             self._seen = self.wh.imported_files()  # a restarted service skips what it already stored
         seen = self._seen
+        retry = {p for p in self.shared.retry_files if any(Path(p).is_relative_to(f) for f in self.folders)}
+        for again in retry:
+            seen.pop(again, None)
+        self.shared.retry_files -= retry
         fresh: dict[Path, FileSignature] = {}
         for path in expand([f for f in self.folders if f.exists()], ignore=self.ignore):
             try:
@@ -89,7 +94,9 @@ class FolderImport:
         rows: dict[str, int] = {}
         failed = quarantined = 0
         for path in sort_for_import(list(fresh)):
-            outcome = import_one(self.wh, path, source=self.name, state=self._state, signature=fresh[path])
+            outcome = import_one(
+                self.wh, path, source=self.name, state=self._state, signature=fresh[path], retry=str(path) in retry
+            )
             if outcome.result is None:
                 failed += 1
                 quarantined += outcome.quarantined

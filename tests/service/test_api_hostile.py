@@ -156,3 +156,12 @@ def test_an_http_0_9_request_gets_an_http_1_refusal(api: Api) -> None:
     status_line, _, rest = answer.partition(b"\r\n")
     assert status_line.split()[:2] in ([b"HTTP/1.0", b"400"], [b"HTTP/1.1", b"400"])
     assert "HTTP/0.9" in json.loads(rest.partition(b"\r\n\r\n")[2])["error"]
+
+
+def test_a_quarantine_retry_needs_a_path(api: Api) -> None:
+    for body in ({}, {"path": ""}, {"path": 5}, {"path": "a\u0000b"}):
+        assert post(api, "/api/v1/quarantine/retry", body)[0] == 400
+    assert api.controller.audited == []
+    status, _ = post(api, "/api/v1/quarantine/retry", {"path": "/data/in/x.om", "reason": "fixed"})
+    assert status == 202
+    assert [(r.action, r.target) for r in api.controller.audited] == [("import.retry", "/data/in/x.om")]

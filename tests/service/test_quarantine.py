@@ -19,7 +19,8 @@ from service.jobs import Scheduler
 from service.metrics import ServiceMetrics
 from service.tasks import FolderImport, Shared
 from tests.collectors.synthetic import dcgm_dump
-from warehouse import Warehouse, open_warehouse
+from warehouse import Warehouse, control, open_warehouse
+from warehouse.control import ControlError
 
 NOW = datetime(2026, 11, 2, tzinfo=UTC)
 SACCT = Path(__file__).parents[1] / "data" / "scheduler" / "sacct_slurm_23_11_5.json"
@@ -267,3 +268,34 @@ def test_the_import_command_takes_ignore_patterns_from_the_config_and_the_comman
     )
     assert result.exit_code == 0, result.output
     assert "imported 1 files" in result.output
+
+
+def test_a_running_service_reads_a_quarantined_file_again_when_asked(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`POST /api/v1/quarantine/retry` (audited as import.retry): the folder import reads the file again unchanged."""
+    folder = tmp_path / "in"
+    folder.mkdir()
+    path = folder / "day.om"
+    path.write_text(dcgm_dump(hosts=1, gpus=2, minutes=3, seed=1))
+
+    def broken(p: Path, **_kwargs: object) -> object:
+        raise RuntimeError("a reader bug")
+
+    monkeypatch.setattr("service.importer.read_file", broken)
+    with open_warehouse(tmp_path / "w.duckdb") as wh:
+        shared = Shared()
+        job = FolderImport("import:in", timedelta(0), [folder], wh, shared, ServiceMetrics())
+        job.run(NOW)
+        assert list(quarantined(wh)) == ["day.om"]
+        monkeypatch.setattr("service.importer.read_file", read_file)  # upgraded
+        assert job.run(NOW).detail.startswith("0 files")  # unchanged: not read again by itself
+        with pytest.raises(ControlError) as unknown:
+            control.record(wh, "alice", "import.retry", str(folder / "other.om"), at=NOW)
+        assert unknown.value.status == 404
+        control.record(wh, "alice", "import.retry", str(path), at=NOW, reason="fixed in 0.9.1")
+        shared.retry_files.add(str(path))
+        assert job.run(NOW).detail.startswith("1 files")
+        assert wh.count("gpu_minutes") > 0
+        assert wh.quarantined().is_empty()
+        assert not shared.retry_files
