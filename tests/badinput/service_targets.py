@@ -189,8 +189,8 @@ def control_api(rig: ApiRig, request: bytes) -> None:
         try:
             sock.sendall(request)
             sock.shutdown(socket.SHUT_WR)
-        except (BrokenPipeError, ConnectionResetError):
-            pass  # the server answered and closed before taking the whole request: read its answer
+        except OSError:  # EPIPE, ECONNRESET, ENOTCONN: the server answered and closed before taking it all
+            pass  # read its answer
         chunks = []
         try:
             while chunk := sock.recv(65536):
