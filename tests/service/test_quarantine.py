@@ -8,10 +8,12 @@ import threading
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
+import polars as pl
 import pytest
 from click.testing import CliRunner
 
 import service.importer
+from collectors.batch import CollectedBatch
 from collectors.files import read_file
 from gpusteward.clock import FakeClock
 from service.cli import cli
@@ -82,7 +84,8 @@ def test_the_scheduled_import_job_succeeds_every_cycle_beside_a_poisoned_file(tm
             assert (state.failures, state.last_error) == (0, None)
             clock.advance(timedelta(minutes=5))
         assert wh.count("gpu_minutes") == 3 * 2 * 3
-        assert len(wh.quarantined()) == 2
+        assert "assoc-20261399T250000Z.txt" in quarantined(wh)  # the sacct job: quarantined, or a problem once
+        assert wh.count("jobs") == 0  # the reader refuses it; either way it is never stored
 
 
 def test_a_row_the_warehouse_refuses_rolls_back_that_file_only(tmp_path: Path) -> None:
@@ -99,6 +102,33 @@ def test_a_row_the_warehouse_refuses_rolls_back_that_file_only(tmp_path: Path) -
             assert reason is None or ("sacct-bad.json" in reason and "refused its rows" in reason)
             failed_runs = wh.query("SELECT count(*) AS n FROM import_runs WHERE status = 'failed'")["n"][0]
             assert failed_runs <= 1
+
+
+def test_rows_the_warehouse_refuses_are_rolled_back_and_quarantined(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A NOT NULL the reader let through: the file's transaction rolls back (its job events too) and
+    the reason is the warehouse's own error, not the aborted-transaction error that followed it."""
+    folder = tmp_path / "in"
+    folder.mkdir()
+    (folder / "sacct.json").write_text(SACCT.read_text(encoding="utf-8"))
+    (folder / "day1.om").write_text(dcgm_dump(hosts=1, gpus=2, minutes=3, seed=1))
+
+    def without_submit_time(path: Path, **kwargs: object) -> CollectedBatch:
+        batch = read_file(path, **kwargs)  # type: ignore[arg-type]
+        if "jobs" in batch.frames:
+            jobs = batch.frames["jobs"].with_columns(pl.lit(None, pl.Datetime("us")).alias("submit_time"))
+            batch.frames = {"job_events": batch.frames["job_events"], "jobs": jobs}  # events first: rolled back too
+        return batch
+
+    monkeypatch.setattr("service.importer.read_file", without_submit_time)
+    with open_warehouse(tmp_path / "w.duckdb") as wh:
+        assert "1 failed" in folder_job(wh, folder).run(NOW).detail
+        assert wh.count("gpu_minutes") > 0
+        assert (wh.count("jobs"), wh.count("job_events")) == (0, 0)
+        reason = quarantined(wh)["sacct.json"]
+        assert "refused its rows" in reason
+        assert "submit_time" in reason
 
 
 def test_any_exception_of_a_reader_is_contained_to_its_file(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
