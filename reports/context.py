@@ -14,6 +14,7 @@ from reports.model import Bound, Message, Quantity, QuantityKind, Term, Text
 from sla.followup import AppliedChange
 from sla.outputs import MonthOutputs
 from sla.results import (
+    ARRAYS,
     BREACH_EPISODES,
     COMPLETENESS,
     DAILY_USAGE,
@@ -33,6 +34,7 @@ FRAMES: dict[str, tuple[str, pl.Schema]] = {
     "plan_items": ("quota_plan_items", QUOTA_PLAN_ITEMS),
     "daily_usage": ("daily_usage", DAILY_USAGE),
     "failures": ("failures", FAILURES),
+    "arrays": ("month_arrays", ARRAYS),
 }
 """MonthOutputs attribute -> (source name in the catalogue, schema)."""
 

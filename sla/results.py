@@ -133,6 +133,27 @@ DAILY_USAGE = schema(
     }
 )
 
+ARRAYS = schema(
+    {
+        "cluster": pl.Utf8,
+        "array_job_id": pl.Int64,  # the array's id: the `123` of its tasks `123_4`
+        "name": pl.Utf8,  # job name as the scheduler recorded it
+        "scenario": pl.Utf8,
+        "team": pl.Utf8,
+        "queue": pl.Utf8,  # "<cluster>/<partition>"
+        "tasks": pl.Int64,  # distinct tasks with a record in the window
+        "records": pl.Int64,  # their records (a requeued task has several)
+        "started": pl.Int64,  # records that started in the window
+        "completed": pl.Int64,  # tasks whose latest record completed
+        "failed": pl.Int64,  # ... ended in one of domain.FAILURE_STATES
+        "cancelled": pl.Int64,
+        "other": pl.Int64,  # still pending or running, or ended otherwise (preempted)
+        "wait_p50_s": pl.Float64,  # eligible -> start of the records that started in the window
+        "wait_max_s": pl.Float64,
+        "longest_wait_task": pl.Utf8,  # the task that waited longest, as sacct names it (123_4)
+    }
+)
+
 FAILURES = schema(
     {
         "scenario": pl.Utf8,

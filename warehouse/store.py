@@ -125,6 +125,7 @@ class Warehouse:
             "gpu_states": outputs.gpu_states,
             "daily_usage": outputs.daily_usage,
             "failures": outputs.failures,
+            "month_arrays": outputs.arrays,
         }
         con = self._con
         with transaction(con):
