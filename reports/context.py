@@ -14,6 +14,7 @@ from reports.model import Bound, Message, Quantity, QuantityKind, Term, Text
 from sla.followup import AppliedChange
 from sla.outputs import MonthOutputs
 from sla.results import (
+    ACCOUNT_ROLLUP,
     ARRAYS,
     BREACH_EPISODES,
     COMPLETENESS,
@@ -35,6 +36,7 @@ FRAMES: dict[str, tuple[str, pl.Schema]] = {
     "daily_usage": ("daily_usage", DAILY_USAGE),
     "failures": ("failures", FAILURES),
     "arrays": ("month_arrays", ARRAYS),
+    "accounts": ("month_accounts", ACCOUNT_ROLLUP),
 }
 """MonthOutputs attribute -> (source name in the catalogue, schema)."""
 

@@ -154,6 +154,23 @@ ARRAYS = schema(
     }
 )
 
+ACCOUNT_ROLLUP = schema(
+    {
+        "cluster": pl.Utf8,
+        "account": pl.Utf8,
+        "parent": pl.Utf8,  # null for a top-level account (under Slurm's root)
+        "path": pl.Utf8,  # "research/vision": the account under its ancestors, root left out
+        "depth": pl.Int32,  # 0 for a top-level account
+        "gpu_limit": pl.Int32,  # its own GrpTRES gres/gpu in the latest tree; null = none of its own
+        "peak_gpus_in_use": pl.Int32,  # most GPUs its subtree held at one snapshot (children included)
+        "pending_jobs": pl.Int64,  # distinct jobs of its subtree seen pending in the month
+        "quota_waits": pl.Int64,  # ... of those, waiting on a quota (AssocGrp*, QOSGrp*)
+        "held_by_own_limit": pl.Int64,  # jobs of its subtree held back by this account's own limit
+        "held_by_parent": pl.Int64,  # its own jobs held back by an ancestor's limit
+        "parent_holding": pl.Utf8,  # the ancestor that held most of them
+    }
+)
+
 FAILURES = schema(
     {
         "scenario": pl.Utf8,

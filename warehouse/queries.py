@@ -17,7 +17,7 @@ from sla import results
 from sla.common import window_of
 from sla.inputs import GPU_INVENTORY, EvaluationInputs
 from sla.outputs import MonthOutputs
-from warehouse.daily import month_arrays, month_daily_usage, month_failures
+from warehouse.daily import month_accounts, month_arrays, month_daily_usage, month_failures
 from warehouse.ledger import month_gpu_states, month_ledger
 from warehouse.minute_chunks import CHUNK_ROWS, month_digest
 from warehouse.sql import run, scalar
@@ -46,6 +46,7 @@ USER_TABLES = (
     "daily_usage",
     "failures",
     "month_arrays",
+    "month_accounts",
 )
 _TIME_COLUMN = {
     "gpu_minutes": "ts",
@@ -225,6 +226,7 @@ def month_outputs(con: duckdb.DuckDBPyConnection, month: Month) -> MonthOutputs:
         daily_usage=month_daily_usage(con, month),
         failures=month_failures(con, month),
         arrays=month_arrays(con, month),
+        accounts=month_accounts(con, month),
     )
 
 

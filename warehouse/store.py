@@ -126,6 +126,7 @@ class Warehouse:
             "daily_usage": outputs.daily_usage,
             "failures": outputs.failures,
             "month_arrays": outputs.arrays,
+            "month_accounts": outputs.accounts,
         }
         con = self._con
         with transaction(con):

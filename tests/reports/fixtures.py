@@ -185,7 +185,8 @@ def with_frames(outputs: MonthOutputs, **frames: pl.DataFrame) -> MonthOutputs:
     merged = {
         name: frames.get(name, getattr(outputs, name))
         for name in (
-            "results", "idle", "episodes", "usage", "completeness", "plan_items", "daily_usage", "failures", "arrays"
+            "results", "idle", "episodes", "usage", "completeness", "plan_items", "daily_usage", "failures", "arrays",
+            "accounts",
         )
     }
     unknown = set(frames) - set(merged)

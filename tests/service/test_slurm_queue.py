@@ -128,3 +128,18 @@ rest_user = "steward"
         ("east", timedelta(minutes=2)),
         ("west", timedelta(minutes=5)),
     ]
+
+
+def test_the_evaluation_rolls_the_snapshots_up_the_account_tree(wh: Warehouse) -> None:
+    from gpusteward.domain import Month
+    from service.pipeline import evaluate
+
+    source = SlurmQueueSource(
+        SlurmQueueConfig(name="nest", cluster="stewnest"), SlurmClient("stewnest", cli=CapturedSlurm())
+    )
+    _serve_for(source, wh, hours=1, interval=timedelta(minutes=10))
+    outputs = evaluate(wh, load_config_text(""), Month(2026, 10))
+    stored = wh.month_outputs(Month(2026, 10)).accounts
+    assert stored.equals(outputs.accounts)
+    vision = stored.filter(stored["account"] == "vision").row(0, named=True)
+    assert (vision["held_by_parent"], vision["parent_holding"]) == (1, "research")  # one job, six snapshots
