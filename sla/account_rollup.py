@@ -62,7 +62,8 @@ def account_rollup(pending: pl.DataFrame, tree: pl.DataFrame, usage: pl.DataFram
                     "path": "/".join(path),
                     "depth": len(path) - 1,
                     "gpu_limit": limits.get(account),
-                    "peak_gpus_in_use": peaks.get(account),
+                    # snapshots were taken and none saw the account run a job: 0, not "no data"
+                    "peak_gpus_in_use": peaks.get(account, 0 if used.height else None),
                     "pending_jobs": mine["job_id"].n_unique(),
                     "quota_waits": mine.filter(pl.col("wait_kind") == "quota")["job_id"].n_unique(),
                     "held_by_own_limit": jobs.filter(pl.col("bound_by") == account)["job_id"].n_unique(),

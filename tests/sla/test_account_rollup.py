@@ -38,6 +38,7 @@ def _by_account(frame: pl.DataFrame) -> dict[str, dict[str, object]]:
 def test_a_parent_counts_its_children_and_a_child_held_by_its_parent_says_so() -> None:
     rows = _by_account(account_rollup(*snapshot(TS)))
     assert list(rows) == ["platform", "research", "nlp", "vision"]  # tree order: a parent before its children
+    assert rows["platform"]["peak_gpus_in_use"] == 0  # seen by the snapshot, running nothing
     research, vision, nlp = rows["research"], rows["vision"], rows["nlp"]
     assert (research["parent"], research["depth"], vision["parent"], vision["depth"]) == (None, 0, "research", 1)
     assert vision["path"] == "research/vision"
@@ -58,9 +59,10 @@ def test_jobs_pending_across_snapshots_count_once() -> None:
     assert account_rollup(*merged).equals(once)
 
 
-def test_no_tree_no_rows() -> None:
+def test_no_tree_no_rows_and_no_usage_snapshot_is_no_data() -> None:
     pending, tree, usage = snapshot(TS)
     assert account_rollup(pending, tree.clear(), usage).is_empty()
+    assert account_rollup(pending, tree, usage.clear())["peak_gpus_in_use"].null_count() == 4
 
 
 def test_the_warehouse_stores_and_reads_back_the_rollup(tmp_path: Path) -> None:
