@@ -45,6 +45,8 @@ def account_rollup(pending: pl.DataFrame, tree: pl.DataFrame, usage: pl.DataFram
         used = usage.filter((pl.col("cluster") == cluster) & (pl.col("kind") == "account"))
         peaks = dict(used.group_by("name").agg(pl.col("gpus_in_use").max()).rows())
         jobs = bound.filter(pl.col("cluster") == cluster)
+        # Without a queue snapshot in the month (an older tree only) its counts are unknown, not 0.
+        seen = used.height > 0 or jobs.height > 0
         for account, path in paths.items():
             if not path:
                 continue  # root
@@ -62,12 +64,14 @@ def account_rollup(pending: pl.DataFrame, tree: pl.DataFrame, usage: pl.DataFram
                     "path": "/".join(path),
                     "depth": len(path) - 1,
                     "gpu_limit": limits.get(account),
-                    # snapshots were taken and none saw the account run a job: 0, not "no data"
+                    # a snapshot that saw the account run nothing: 0 GPUs, not "no data"
                     "peak_gpus_in_use": peaks.get(account, 0 if used.height else None),
-                    "pending_jobs": mine["job_id"].n_unique(),
-                    "quota_waits": mine.filter(pl.col("wait_kind") == "quota")["job_id"].n_unique(),
-                    "held_by_own_limit": jobs.filter(pl.col("bound_by") == account)["job_id"].n_unique(),
-                    "held_by_parent": by_parent["job_id"].n_unique(),
+                    "pending_jobs": mine["job_id"].n_unique() if seen else None,
+                    "quota_waits": mine.filter(pl.col("wait_kind") == "quota")["job_id"].n_unique() if seen else None,
+                    "held_by_own_limit": jobs.filter(pl.col("bound_by") == account)["job_id"].n_unique()
+                    if seen
+                    else None,
+                    "held_by_parent": by_parent["job_id"].n_unique() if seen else None,
                     "parent_holding": holders.most_common(1)[0][0] if holders else None,
                 }
             )

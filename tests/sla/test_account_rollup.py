@@ -63,6 +63,8 @@ def test_no_tree_no_rows_and_no_usage_snapshot_is_no_data() -> None:
     pending, tree, usage = snapshot(TS)
     assert account_rollup(pending, tree.clear(), usage).is_empty()
     assert account_rollup(pending, tree, usage.clear())["peak_gpus_in_use"].null_count() == 4
+    unseen = account_rollup(pending.clear(), tree, usage.clear())  # an older tree, no snapshot this month
+    assert unseen["pending_jobs"].null_count() == unseen["held_by_parent"].null_count() == 4
 
 
 def test_the_warehouse_stores_and_reads_back_the_rollup(tmp_path: Path) -> None:
