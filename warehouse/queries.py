@@ -24,6 +24,8 @@ from warehouse.sql import run, scalar
 
 USER_TABLES = (
     "gpus",
+    "gpu_identities",
+    "gpu_identity_changes",
     "gpu_minutes",
     "jobs",
     "job_events",
@@ -120,7 +122,18 @@ def evaluation_inputs(
         tables.INFERENCE_WINDOWS,
     )
     quotas = _frame(con, "SELECT * FROM quota_snapshots WHERE ts < ? ORDER BY ts", [hi], tables.QUOTA_SNAPSHOTS)
-    gpus = _frame(con, "SELECT * EXCLUDE (gpu_key) FROM gpus ORDER BY cluster, host, gpu", [], GPU_INVENTORY)
+    # Each GPU as it was in the month: the identity in force at its end (gpu_identities), not a
+    # later card's, which `gpus` holds once a card was swapped.
+    gpus = _frame(
+        con,
+        "SELECT g.cluster, g.host, g.gpu, coalesce(i.uuid, g.uuid) AS uuid,"
+        " coalesce(i.model_name, g.model_name) AS model_name, g.first_seen, g.last_seen"
+        " FROM gpus g LEFT JOIN (SELECT gpu_key, arg_max(uuid, valid_from) AS uuid,"
+        " arg_max(model_name, valid_from) AS model_name FROM gpu_identities WHERE valid_from < ? GROUP BY gpu_key) i"
+        " USING (gpu_key) ORDER BY g.cluster, g.host, g.gpu",
+        [hi],
+        GPU_INVENTORY,
+    )
     inputs = EvaluationInputs(month, jobs, events, minutes, windows, quotas, gpus, data_end(con))
     if idle is None:
         return inputs
