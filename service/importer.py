@@ -17,6 +17,7 @@ from pathlib import Path, PurePath
 from collectors.files import read_file, sort_for_import
 from collectors.inference import WindowState
 from collectors.inference_mappings import DEFAULT_INDEX, MappingIndex, mapping_index
+from gpusteward.config.limits import DEFAULT_LIMITS, LimitsConfig
 from gpusteward.config.schema import Config
 from gpusteward.config.service import DEFAULT_IMPORT_IGNORE
 from gpusteward.errors import InputError, StewardError
@@ -95,6 +96,7 @@ def import_one(
     source: str,
     state: WindowState,
     mappings: MappingIndex = DEFAULT_INDEX,
+    limits: LimitsConfig = DEFAULT_LIMITS,
     signature: FileSignature | None = None,
     retry: bool = False,
 ) -> FileOutcome:
@@ -117,7 +119,7 @@ def import_one(
         )
         return FileOutcome(path, error=message)
     try:
-        batch = read_file(path, inference_state=state, mappings=mappings)
+        batch = read_file(path, inference_state=state, mappings=mappings, limits=limits)
         problems = tuple(str(p) for p in batch.problems)
         result = wh.ingest(str(path), batch.frames, problems, file=signature, unquarantine=(str(path), digest))
     except Exception as exc:  # any failure stays with its file
@@ -154,9 +156,10 @@ def import_files(
     summary = ImportSummary()
     state = WindowState()
     mappings = mapping_index(config)
+    limits = config.limits if config is not None else DEFAULT_LIMITS
     patterns = ignore_patterns(config) if ignore is None else tuple(ignore)
     for path in sort_for_import(expand(paths, ignore=patterns), mappings=mappings):
-        outcome = import_one(wh, path, source="import", state=state, mappings=mappings, retry=retry)
+        outcome = import_one(wh, path, source="import", state=state, mappings=mappings, limits=limits, retry=retry)
         if outcome.result is None:
             summary.errors.append(outcome.error or f"{path}: stored nothing")
             summary.failed.append(path)

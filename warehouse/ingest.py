@@ -12,6 +12,7 @@ import duckdb
 import polars as pl
 
 from gpusteward import tables
+from warehouse.identities import record_identities
 from warehouse.sql import run, scalar, unregister
 
 # table -> (schema, conflict action). Jobs are replaced: a RUNNING record later ends.
@@ -90,9 +91,7 @@ def _gpu_keys(con: duckdb.DuckDBPyConnection, frame: pl.DataFrame) -> pl.DataFra
             """
             UPDATE gpus SET
                 first_seen = least(gpus.first_seen, s.first_seen),
-                last_seen = greatest(gpus.last_seen, s.last_seen),
-                uuid = coalesce(s.uuid, gpus.uuid),
-                model_name = coalesce(s.model_name, gpus.model_name)
+                last_seen = greatest(gpus.last_seen, s.last_seen)
             FROM _gpus s
             WHERE gpus.cluster = s.cluster AND gpus.host = s.host AND gpus.gpu = s.gpu
             """,
@@ -189,11 +188,14 @@ def _register_jobs(con: duckdb.DuckDBPyConnection, rows: pl.DataFrame) -> None:
         unregister(con, "_jobs")
 
 
-def ingest_gpu_minutes(con: duckdb.DuckDBPyConnection, frame: pl.DataFrame) -> int:
+def ingest_gpu_minutes(
+    con: duckdb.DuckDBPyConnection, frame: pl.DataFrame, *, source: str = "", changes: list[str] | None = None
+) -> int:
     """Insert GPU-minutes not stored yet; return how many were new.
 
     Minutes are stored as minutes since the epoch, so a `ts` that is not the start of a minute is
-    refused rather than moved.
+    refused rather than moved. The GPUs' identities join their history (warehouse/identities.py);
+    each change is appended to `changes`.
     """
     frame = tables.conform(frame, tables.GPU_MINUTES)
     if frame.is_empty():
@@ -201,6 +203,9 @@ def ingest_gpu_minutes(con: duckdb.DuckDBPyConnection, frame: pl.DataFrame) -> i
     if (frame["ts"].dt.epoch("us") % _US_PER_MINUTE != 0).any():
         raise ValueError("gpu_minutes: every ts must be the start of a minute")
     keys = _gpu_keys(con, frame)
+    found = record_identities(con, frame.select("cluster", "host", "gpu", "ts", "uuid", "model_name"), keys, source)
+    if changes is not None:
+        changes.extend(str(c) for c in found)
     rows = _serpentine(
         frame.join(keys, on=["cluster", "host", "gpu"], how="left")
         .select(["gpu_key", *_MINUTE_COLUMNS])

@@ -35,6 +35,7 @@ class IngestResult:
     source: str
     offered: dict[str, int]
     stored: dict[str, int]
+    events: tuple[str, ...] = ()  # what the batch changed beyond its rows: GPU identity changes
 
 
 def _naive_utc(moment: datetime) -> datetime:
@@ -94,13 +95,15 @@ class Warehouse:
         started = datetime.now(UTC).replace(tzinfo=None)
         offered = {name: frame.height for name, frame in frames.items()}
         stored: dict[str, int] = {}
+        notes = list(problems)  # and the GPU identity changes the batch brings
+        events: list[str] = []
         con = self._con
         with transaction(con):
             for name, frame in frames.items():
                 if name not in INGEST_TABLES:
                     raise ValueError(f"{source}: unknown table {name!r} in batch")
                 if name == "gpu_minutes":
-                    stored[name] = ingest.ingest_gpu_minutes(con, frame)
+                    stored[name] = ingest.ingest_gpu_minutes(con, frame, source=source, changes=events)
                 else:
                     stored[name] = ingest.ingest_keyed(con, name, frame)
             lo, hi = _time_range(frames)
@@ -108,13 +111,13 @@ class Warehouse:
                 con,
                 "INSERT INTO import_runs (source, started_at, finished_at, status, rows_offered, rows_stored,"
                 " min_ts, max_ts, problems) VALUES (?, ?, now()::TIMESTAMP, 'ok', ?, ?, ?, ?, ?)",
-                [source, started, json.dumps(offered), json.dumps(stored), lo, hi, json.dumps(list(problems))],
+                [source, started, json.dumps(offered), json.dumps(stored), lo, hi, json.dumps(notes + events)],
             )
             if file is not None:
                 _remember_file(con, file, "ok")
             if unquarantine is not None:
                 quarantine.release(con, *unquarantine)
-        return IngestResult(source, offered, stored)
+        return IngestResult(source, offered, stored, tuple(events))
 
     def record_failed_import(
         self, source: str, error: str, *, file: FileSignature | None = None, quarantined: Quarantined | None = None
@@ -145,6 +148,20 @@ class Warehouse:
         """Every quarantined file, most recently seen first."""
         return quarantine.entries(self._con)
 
+    def gpu_identity_history(self) -> pl.DataFrame:
+        """cluster, host, gpu, valid_from, valid_to (null: still valid), uuid, model_name, by GPU and time."""
+        return self.query(
+            "SELECT cluster, host, gpu, valid_from, valid_to, uuid, model_name FROM gpu_identity_history"
+            " ORDER BY cluster, host, gpu, valid_from"
+        )
+
+    def gpu_identity_changes(self) -> pl.DataFrame:
+        """Every recorded change of a GPU's UUID or model: when, from, to, and the batch that showed it."""
+        return self.query(
+            "SELECT g.cluster, g.host, g.gpu, c.ts, c.old_uuid, c.old_model_name, c.new_uuid, c.new_model_name,"
+            " c.source FROM gpu_identity_changes c JOIN gpus g USING (gpu_key) ORDER BY g.cluster, g.host, g.gpu, c.ts"
+        )
+
     def imported_files(self) -> dict[str, FileSignature]:
         """Every file recorded by `ingest(file=...)` or `record_failed_import(file=...)`, by path."""
         rows = run(self._con, "SELECT path, mtime, size FROM imported_files")
@@ -163,6 +180,8 @@ class Warehouse:
             "gpu_states": outputs.gpu_states,
             "daily_usage": outputs.daily_usage,
             "failures": outputs.failures,
+            "month_arrays": outputs.arrays,
+            "month_accounts": outputs.accounts,
         }
         con = self._con
         with transaction(con):
