@@ -68,7 +68,7 @@ def read_file(
         batch.add("job_events", events)
         batch.problems.extend(problems)
     elif kind == "sacctmgr":
-        ts = snapshot_time(path.name)
+        ts = snapshot_time(path.name, source=source)
         if ts is None:
             ts = _mtime(path)
             batch.problems.append(Problem(source, "no snapshot time in the file name; used the file's mtime"))

@@ -13,7 +13,7 @@ import polars as pl
 
 from gpusteward import tables
 from warehouse.identities import record_identities
-from warehouse.sql import run, scalar
+from warehouse.sql import run, scalar, unregister
 
 # table -> (schema, conflict action). Jobs are replaced: a RUNNING record later ends.
 _KEYED: dict[str, tuple[pl.Schema, str]] = {
@@ -51,7 +51,7 @@ def ingest_keyed(con: duckdb.DuckDBPyConnection, table: str, frame: pl.DataFrame
         cols = ", ".join(f'"{c}"' for c in schema)
         run(con, f'INSERT OR {action} INTO "{table}" ({cols}) {_source(table, schema)}')
     finally:
-        con.unregister("_batch")
+        unregister(con, "_batch")
     # Replaced job records are updates: only keys new to the table count as new rows.
     return _count(con, table) - before
 
@@ -100,7 +100,7 @@ def _gpu_keys(con: duckdb.DuckDBPyConnection, frame: pl.DataFrame) -> pl.DataFra
             "SELECT g.cluster, g.host, g.gpu, g.gpu_key FROM gpus g SEMI JOIN _gpus s USING (cluster, host, gpu)"
         ).pl()
     finally:
-        con.unregister("_gpus")
+        unregister(con, "_gpus")
     typed: pl.DataFrame = keys.with_columns(pl.col("gpu").cast(pl.Int16), pl.col("gpu_key").cast(pl.Int32))
     return typed
 
@@ -185,7 +185,7 @@ def _register_jobs(con: duckdb.DuckDBPyConnection, rows: pl.DataFrame) -> None:
     try:
         run(con, "INSERT INTO job_labels (job_id) SELECT job_id FROM _jobs ANTI JOIN job_labels USING (job_id)")
     finally:
-        con.unregister("_jobs")
+        unregister(con, "_jobs")
 
 
 def ingest_gpu_minutes(
@@ -231,5 +231,5 @@ def ingest_gpu_minutes(
             [lo, hi],
         )
     finally:
-        con.unregister("_minutes")
+        unregister(con, "_minutes")
     return _count(con, "gpu_minute_rows") - before

@@ -17,7 +17,7 @@ from sla import results
 from sla.common import window_of
 from sla.inputs import GPU_INVENTORY, EvaluationInputs
 from sla.outputs import MonthOutputs
-from warehouse.daily import month_daily_usage, month_failures
+from warehouse.daily import month_accounts, month_arrays, month_daily_usage, month_failures
 from warehouse.ledger import month_gpu_states, month_ledger
 from warehouse.minute_chunks import CHUNK_ROWS, month_digest
 from warehouse.sql import run, scalar
@@ -47,6 +47,8 @@ USER_TABLES = (
     "gpu_states",
     "daily_usage",
     "failures",
+    "month_arrays",
+    "month_accounts",
 )
 _TIME_COLUMN = {
     "gpu_minutes": "ts",
@@ -236,6 +238,8 @@ def month_outputs(con: duckdb.DuckDBPyConnection, month: Month) -> MonthOutputs:
         gpu_states=month_gpu_states(con, month),
         daily_usage=month_daily_usage(con, month),
         failures=month_failures(con, month),
+        arrays=month_arrays(con, month),
+        accounts=month_accounts(con, month),
     )
 
 
