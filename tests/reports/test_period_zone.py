@@ -12,7 +12,7 @@ def test_a_shanghai_october_is_stated_in_local_time_and_utc() -> None:
     text = Formatter("en").period(Month(2026, 10, "Asia/Shanghai"))
     assert text.startswith(
         "Period 2026-10-01 00:00 to 2026-11-01 00:00 (UTC 2026-09-30 16:00 to 2026-10-31 16:00),"
-        " all times Asia/Shanghai"
+        " in Asia/Shanghai, the pool's time zone"
     )
     zh = Formatter("zh").period(Month(2026, 10, "Asia/Shanghai"))
     assert "2026年10月01日 00:00" in zh
@@ -22,7 +22,7 @@ def test_a_shanghai_october_is_stated_in_local_time_and_utc() -> None:
 
 def test_a_utc_month_says_utc_once() -> None:
     text = Formatter("en").period(Month(2026, 10))
-    assert text.startswith("Period 2026-10-01 00:00 to 2026-11-01 00:00, all times UTC")
+    assert text.startswith("Period 2026-10-01 00:00 to 2026-11-01 00:00, in UTC, the pool's time zone")
 
 
 def test_moments_are_written_in_the_review_zone() -> None:
