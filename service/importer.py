@@ -9,6 +9,7 @@ from pathlib import Path
 from collectors.files import read_file, sort_for_import
 from collectors.inference import WindowState
 from collectors.inference_mappings import mapping_index
+from gpusteward.config.limits import DEFAULT_LIMITS
 from gpusteward.config.schema import Config
 from gpusteward.errors import InputError
 from warehouse import Warehouse
@@ -56,9 +57,10 @@ def import_files(
     summary = ImportSummary()
     state = WindowState()
     mappings = mapping_index(config)
+    limits = config.limits if config is not None else DEFAULT_LIMITS
     for path in sort_for_import(expand(paths), mappings=mappings):
         try:
-            batch = read_file(path, inference_state=state, mappings=mappings)
+            batch = read_file(path, inference_state=state, mappings=mappings, limits=limits)
             result = wh.ingest(str(path), batch.frames, [str(p) for p in batch.problems])
         except InputError as exc:
             summary.errors.append(str(exc))

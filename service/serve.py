@@ -318,6 +318,7 @@ def settings_from_config(
 ) -> ServeSettings:
     """The `[service]` table of the config, with what the command line gave in its place."""
     from service.live import scrape_sources
+    from service.slurm_queue import slurm_sources
 
     sc = config.service
     host, _, port = (listen or sc.listen).rpartition(":")
@@ -331,7 +332,10 @@ def settings_from_config(
         import_interval=interval or sc.import_interval,
         alerts_interval=interval or sc.alerts_interval,
         evaluate_interval=evaluate_every or sc.evaluate_interval,
-        live_sources=tuple((src, src.spec.interval) for src in scrape_sources(config)),
+        live_sources=(
+            *((src, src.spec.interval) for src in scrape_sources(config)),
+            *((src, src.spec.interval) for src in slurm_sources(config)),
+        ),
     )
 
 

@@ -27,6 +27,7 @@ from sla.common import (
     events_within,
     fmt_ratio,
     human_duration,
+    job_label,
     result_row,
     results_frame,
     slo_for,
@@ -90,7 +91,7 @@ class QueueEvaluator:
                 pl.col("wait_s").max().alias("max"),
                 pl.col("wait_s").drop_nulls().alias("waits"),
                 # The longest wait names its record so a reader can find it.
-                pl.col("job_id").sort_by(pl.col("wait_s").fill_null(-1.0), descending=True).first().alias("worst_job"),
+                job_label().sort_by(pl.col("wait_s").fill_null(-1.0), descending=True).first().alias("worst_job"),
                 pl.col("team").sort_by(pl.col("wait_s").fill_null(-1.0), descending=True).first().alias("worst_team"),
             )
             .sort("scenario", "queue")

@@ -22,7 +22,10 @@ from warehouse.migrate import available, current_version, migrate
 from warehouse.minute_chunks import CHUNK_ROWS
 from warehouse.sql import run, transaction
 
-INGEST_TABLES = ("gpu_minutes", "jobs", "job_events", "inference_windows", "quota_snapshots", "quota_usage")
+INGEST_TABLES = (
+    "gpu_minutes", "jobs", "job_events", "inference_windows", "quota_snapshots", "quota_usage", "account_tree",
+    "pending_jobs",
+)
 
 
 @dataclass(frozen=True)
@@ -30,6 +33,7 @@ class IngestResult:
     source: str
     offered: dict[str, int]
     stored: dict[str, int]
+    events: tuple[str, ...] = ()  # what the batch changed beyond its rows: GPU identity changes
 
 
 def _naive_utc(moment: datetime) -> datetime:
@@ -73,13 +77,15 @@ class Warehouse:
         started = datetime.now(UTC).replace(tzinfo=None)
         offered = {name: frame.height for name, frame in frames.items()}
         stored: dict[str, int] = {}
+        notes = list(problems)  # and the GPU identity changes the batch brings
+        events: list[str] = []
         con = self._con
         with transaction(con):
             for name, frame in frames.items():
                 if name not in INGEST_TABLES:
                     raise ValueError(f"{source}: unknown table {name!r} in batch")
                 if name == "gpu_minutes":
-                    stored[name] = ingest.ingest_gpu_minutes(con, frame)
+                    stored[name] = ingest.ingest_gpu_minutes(con, frame, source=source, changes=events)
                 else:
                     stored[name] = ingest.ingest_keyed(con, name, frame)
             lo, hi = _time_range(frames)
@@ -87,11 +93,11 @@ class Warehouse:
                 con,
                 "INSERT INTO import_runs (source, started_at, finished_at, status, rows_offered, rows_stored,"
                 " min_ts, max_ts, problems) VALUES (?, ?, now()::TIMESTAMP, 'ok', ?, ?, ?, ?, ?)",
-                [source, started, json.dumps(offered), json.dumps(stored), lo, hi, json.dumps(list(problems))],
+                [source, started, json.dumps(offered), json.dumps(stored), lo, hi, json.dumps(notes + events)],
             )
             if file is not None:
                 _remember_file(con, file, "ok")
-        return IngestResult(source, offered, stored)
+        return IngestResult(source, offered, stored, tuple(events))
 
     def record_failed_import(self, source: str, error: str, *, file: FileSignature | None = None) -> None:
         with transaction(self._con):
@@ -103,6 +109,20 @@ class Warehouse:
             )
             if file is not None:
                 _remember_file(self._con, file, "failed")
+
+    def gpu_identity_history(self) -> pl.DataFrame:
+        """cluster, host, gpu, valid_from, valid_to (null: still valid), uuid, model_name, by GPU and time."""
+        return self.query(
+            "SELECT cluster, host, gpu, valid_from, valid_to, uuid, model_name FROM gpu_identity_history"
+            " ORDER BY cluster, host, gpu, valid_from"
+        )
+
+    def gpu_identity_changes(self) -> pl.DataFrame:
+        """Every recorded change of a GPU's UUID or model: when, from, to, and the batch that showed it."""
+        return self.query(
+            "SELECT g.cluster, g.host, g.gpu, c.ts, c.old_uuid, c.old_model_name, c.new_uuid, c.new_model_name,"
+            " c.source FROM gpu_identity_changes c JOIN gpus g USING (gpu_key) ORDER BY g.cluster, g.host, g.gpu, c.ts"
+        )
 
     def imported_files(self) -> dict[str, FileSignature]:
         """Every file recorded by `ingest(file=...)` or `record_failed_import(file=...)`, by path."""
@@ -122,6 +142,8 @@ class Warehouse:
             "gpu_states": outputs.gpu_states,
             "daily_usage": outputs.daily_usage,
             "failures": outputs.failures,
+            "month_arrays": outputs.arrays,
+            "month_accounts": outputs.accounts,
         }
         con = self._con
         with transaction(con):
@@ -197,6 +219,10 @@ class Warehouse:
 
     def data_end(self) -> datetime | None:
         return queries.data_end(self._con)
+
+    def slurm_queue(self, month: Month) -> tuple[pl.DataFrame, pl.DataFrame, pl.DataFrame]:
+        """(PENDING_JOBS, ACCOUNT_TREE, QUOTA_USAGE) of the month; see queries.slurm_queue."""
+        return queries.slurm_queue(self._con, month)
 
     def completeness(self, month: Month) -> pl.DataFrame:
         return queries.completeness(self._con, month)

@@ -30,6 +30,18 @@ class ScrapeSourceConfig:
 
 
 @dataclass(frozen=True)
+class SlurmQueueConfig:
+    name: str = req("source name: the job `collect:<name>` in /metrics, status and logs")
+    cluster: str = req("Slurm cluster name (ClusterName) whose queue is read")
+    rest_socket: str | None = opt(None, "slurmrestd unix socket (rest_auth/local); neither this nor rest_url: the CLI")
+    rest_url: str | None = opt(None, "slurmrestd URL (rest_auth/jwt; the token from $SLURM_JWT)")
+    rest_user: str | None = opt(None, "user name sent with the JWT")
+    interval: timedelta = opt(
+        timedelta(minutes=5), "time between snapshots of the queue: pending jobs and reasons, quotas, GPUs in use"
+    )
+
+
+@dataclass(frozen=True)
 class ServiceConfig:
     listen: str = opt("127.0.0.1:9464", "host:port of /metrics, /healthz, /readyz and the control API")
     read_model: str = opt("", "folder the read model is published to; empty: readmodel/ beside the warehouse")
@@ -39,3 +51,4 @@ class ServiceConfig:
     alerts_interval: timedelta = opt(timedelta(minutes=5), "how often protection lines are checked and alerts sent")
     token_files: list[str] = opt([], "files of identity:token lines for the control API (never logged)")
     scrape: list[ScrapeSourceConfig] = opt([], "live sources scraped by the service, each on its own interval")
+    slurm: list[SlurmQueueConfig] = opt([], "live Slurm clusters whose queue the service snapshots on an interval")
