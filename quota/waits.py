@@ -12,11 +12,12 @@ Each second a record waited is given one cause, in this order:
    this wait can a bigger limit shorten.
 2. placement: the cluster had enough free GPUs in total, yet the job did not start: the GPUs were
    not on the nodes the job needs, or a reservation for a job ahead of it held them.
-3. priority: the cluster was full, and jobs of a QOS with a higher priority held enough GPUs that
-   the job would have fit without them (a high-QOS training holding the nodes a low-QOS evaluation
-   waits for). A bigger quota cannot shorten this wait; a QOS or guaranteed-share change can.
-4. capacity: the cluster was full with work of the same or lower priority (Resources): only more
-   GPUs shorten it.
+3. priority: the cluster was full, mostly (more than half of the GPUs in use) with jobs of a QOS of
+   higher priority, which held enough GPUs that the job would have fit without them (a high-QOS
+   training holding the nodes a low-QOS evaluation waits for). A bigger quota cannot shorten this
+   wait; a QOS or guaranteed-share change can.
+4. capacity: the cluster was full, mostly with work of the same or lower priority (Resources): only
+   more GPUs shorten it.
 
 Pending reasons the scheduler recorded (snapshots of `squeue`/slurmrestd: cluster, job_id, ts,
 reason) override the derivation for the stretch each snapshot covers (`cause_of_reason`). Without
@@ -134,7 +135,8 @@ def wait_causes(
         if total is not None:
             free = total - running
             cause[free >= gpus] = 1  # placement
-            cause[(free < gpus) & (free + higher >= gpus)] = 2  # priority
+            # Full, and mostly with work that ranks above the job's: priority; else capacity.
+            cause[(free < gpus) & (free + higher >= gpus) & (2 * higher > running)] = 2
         if limit is not None:
             cause[own + gpus > limit] = 0
         source = "derived"
