@@ -99,7 +99,7 @@ def test_catalogue_texts_are_written_in_the_asked_language_with_the_replay_and_a
     assert "1. Right-size vision's GPU limit on east: the limit never bound." in en
     assert "   evidence: limit 28 GPUs → 21 GPUs" in en
     assert "2  west     advice   west/eval  nlp" in en
-    row = "east     vision    10           10m             11m       11m              0s        0s          5           5"
+    row = "east     vision    10           10m             11m       11m              0s        0s          5           5"  # noqa: E501
     assert row in en
     zh = render_text(plan, "zh")
     assert "1. 收紧 vision 在 east 上的 GPU 上限：该上限从未生效。" in zh
