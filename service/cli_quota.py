@@ -243,3 +243,52 @@ def quota_rollback(**kwargs: Any) -> None:
     """Restore the limits an applied plan changed (refused if any was changed since)."""
     _run(kwargs, kwargs["plan_id"], rollback=True)
 
+
+
+def parse_setting(text: str) -> tuple[tuple[str, str], int]:
+    """`CLUSTER/ACCOUNT=GPUS` as ((cluster, account), gpus); a clear error for anything else."""
+    target, sep, value = text.partition("=")
+    cluster, slash, account = target.partition("/")
+    if not (sep and slash and cluster and account and value.strip().isdigit()):
+        raise click.BadParameter(f"expected CLUSTER/ACCOUNT=GPUS (e.g. west/vision=24), got {text!r}")
+    return (cluster.strip(), account.strip()), int(value)
+
+
+@quota.command("whatif")
+@config_option
+@db_option
+@month_option
+@click.option("--plan", "plan_id", default=None, help="Replay a stored plan's limit changes.")
+@click.option("--set", "settings", multiple=True, help="A limit to try, CLUSTER/ACCOUNT=GPUS (repeatable).")
+def quota_whatif(config_path: str | None, db_path: str | None, month: Month | None, plan_id: str | None,
+                 settings: tuple[str, ...]) -> None:
+    """Replay a month's jobs under other limits: a stored plan's, or your own (--set); nothing is stored."""
+    from quota.analysis import analyse, plan_replay
+    from quota.plan import Plan, replay_lines
+    from sla.common import classified_jobs, window_of
+    from sla.fairness import cluster_gpus
+    from warehouse import quota_store
+
+    changes = dict(parse_setting(s) for s in settings)
+    config = load(config_path)
+    with open_for_writing(config, db_path) as wh:
+        chosen = pick_month(wh, month)
+        if plan_id is not None:
+            body = quota_store.plan_body(wh, plan_id)
+            if body is None:
+                raise click.ClickException(f"no plan {plan_id!r}")
+            stored = Plan.from_dict(body)
+            changes = {**{(i.cluster, i.name): i.proposed_gpus for i in stored.changes
+                          if i.kind == "account" and i.proposed_gpus is not None}, **changes}
+        inputs = wh.evaluation_inputs(chosen, idle=config.idle)
+    window = window_of(inputs)
+    analysis = analyse(classified_jobs(inputs, config), inputs.quota_snapshots, config, window.start, window.end,
+                       capacity=cluster_gpus(config, inputs.gpus))
+    unknown = sorted(f"{c}/{a}" for c, a in changes if (c, a) not in analysis.limits)
+    if unknown:
+        raise click.ClickException(f"no account limit stored for {', '.join(unknown)} in {chosen}")
+    table = plan_replay(analysis, changes)
+    shown = Plan("whatif", str(chosen), datetime.now(UTC), (), replay=tuple(table.to_dicts()))
+    for (cluster, account), gpus in sorted(changes.items()):
+        click.echo(f"{cluster}/{account}: {analysis.limits[(cluster, account)]} -> {gpus} GPUs")
+    click.echo("\n".join(replay_lines(shown)))
