@@ -365,7 +365,8 @@ def _holders(waits: pl.DataFrame, top: int = 3) -> str:
     if total <= 0:
         return "-"
     by = weighted.group_by("holders").agg(pl.col("_w").sum()).sort(["_w", "holders"], descending=[True, False])
-    shares = [f"{r['holders']} {r['_w'] / total:.0%}" for r in by.head(top).iter_rows(named=True) if r["holders"]]
+    shares = [f"{r['holders']} {r['_w'] / total:.0%}" for r in by.head(top).iter_rows(named=True)
+              if r["holders"] and r["_w"] / total >= 0.005]  # a holder that rounds to 0% is not named
     return ", ".join(shares)
 
 
