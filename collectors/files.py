@@ -1,6 +1,7 @@
 """Read one file of any supported kind into a `CollectedBatch`, and order files for an import.
 
-The kind comes from the content: JSON is `sacct --json`; a `Cluster|Account|...` header is
+The kind comes from the content: JSON is `sacct --json`; a `JobID|JobIDRaw|...` header is a
+`sacct -P` dump (`collectors.slurm.sacct_text`); a `Cluster|Account|...` header is
 `sacctmgr -P show assoc`; exposition text whose first recognised samples are `DCGM_FI_*` (or 1.x
 `dcgm_*`) is DCGM, a metric an inference mapping knows (vLLM, SGLang, TGI, Triton, gateways) is
 inference. Exposition is OpenMetrics when the name says so (`.om`,
@@ -27,11 +28,12 @@ from collectors.exposition import ExpositionParser
 from collectors.inference import WindowState, inference_windows
 from collectors.inference_mappings import DEFAULT_INDEX, MappingIndex
 from collectors.sacct import load_json, read_sacct
-from collectors.sacctmgr import read_assoc, snapshot_time
+from collectors.sacctmgr import read_assoc_tree, snapshot_time
 from collectors.samples import Samples
+from collectors.slurm.sacct_text import is_sacct_text, read_sacct_text
 from gpusteward.errors import InputError
 
-KINDS = ("sacctmgr", "sacct", "dcgm", "inference")  # the import order: quotas, jobs, GPUs, services
+KINDS = ("sacctmgr", "sacct", "sacct_text", "dcgm", "inference")  # the import order: quotas, jobs, GPUs, services
 _CHUNK = 1 << 22
 _PEEK = 1 << 16
 _DATE = re.compile(r"(\d{4})-?(\d{2})(?:-?(\d{2}))?(?:T(\d{2})(\d{2})(\d{2})Z?)?")
@@ -57,13 +59,21 @@ def read_file(
         batch.add("jobs", jobs)
         batch.add("job_events", events)
         batch.problems.extend(problems)
+    elif kind == "sacct_text":
+        lines = (line for lines in _batches(path, source) for line in lines)
+        jobs, events, problems = read_sacct_text(lines, source=source)
+        batch.add("jobs", jobs)
+        batch.add("job_events", events)
+        batch.problems.extend(problems)
     elif kind == "sacctmgr":
         ts = snapshot_time(path.name)
         if ts is None:
             ts = _mtime(path)
             batch.problems.append(Problem(source, "no snapshot time in the file name; used the file's mtime"))
         lines = (line for lines in _batches(path, source) for line in lines)
-        batch.add("quota_snapshots", read_assoc(lines, ts=ts, source=source))
+        snapshots, tree = read_assoc_tree(lines, ts=ts, source=source)
+        batch.add("quota_snapshots", snapshots)
+        batch.add("account_tree", tree)
     elif kind in ("dcgm", "inference"):
         samples = _parse_exposition(path, source, openmetrics=_is_openmetrics(path))
         scrape_ms = int(path.stat().st_mtime * 1000)
@@ -84,7 +94,8 @@ def read_file(
             batch.add("inference_windows", frame)
         batch.problems.extend(problems)
     else:
-        raise InputError(source, "not a kind of file GPU Steward reads (DCGM or vLLM metrics, sacct JSON, sacctmgr)")
+        kinds = "DCGM or vLLM metrics, sacct JSON or -P, sacctmgr"
+        raise InputError(source, f"not a kind of file GPU Steward reads ({kinds})")
     return batch
 
 
@@ -119,6 +130,8 @@ def kind_of(head: str, *, mappings: MappingIndex = DEFAULT_INDEX) -> str | None:
     if text.startswith(("{", "[")):
         return "sacct"
     first = text.split("\n", 1)[0].rstrip("\r").split("|")
+    if is_sacct_text(text.split("\n", 1)[0]):
+        return "sacct_text"
     if "Cluster" in first and "Account" in first:
         return "sacctmgr"
     for line in text.split("\n"):

@@ -62,8 +62,9 @@ def scheduler(
 @click.option("--db", "db_path", required=True, type=click.Path(dir_okay=False), help="Warehouse file.")
 @click.pass_context
 def collect(ctx: click.Context, db_path: str) -> None:
-    """Collect jobs since the last watermark (with overlap), the current quotas and the GPUs in use
-    against them into the warehouse; the watermark is kept in the warehouse."""
+    """Collect jobs since the last watermark (with overlap), the current quotas, the GPUs in use
+    against them (an account counting its subaccounts) and the pending jobs with the reason each
+    waits into the warehouse; the watermark is kept in the warehouse."""
     from warehouse import open_warehouse
     from warehouse.watermarks import get_watermark, set_watermark
 
@@ -75,7 +76,10 @@ def collect(ctx: click.Context, db_path: str) -> None:
         try:
             jobs = client.jobs(window.start, window.end)
             quotas = client.quotas(now)
-            quotas.add("quota_usage", _usage_of_every_quota(quotas.frames.get("quota_snapshots"), client.usage(now)))
+            live = client.live_jobs()
+            usage = client.usage(now, tree=quotas.frames.get("account_tree"), live=live)
+            quotas.add("quota_usage", _usage_of_every_quota(quotas.frames.get("quota_snapshots"), usage))
+            quotas.add("pending_jobs", client.pending(now, live=live))
         except StewardError as exc:
             raise click.ClickException(str(exc)) from exc
         stored: dict[str, Any] = {}

@@ -21,6 +21,8 @@ _KEYED: dict[str, tuple[pl.Schema, str]] = {
     "inference_windows": (tables.INFERENCE_WINDOWS, "IGNORE"),
     "quota_snapshots": (tables.QUOTA_SNAPSHOTS, "IGNORE"),
     "quota_usage": (tables.QUOTA_USAGE, "IGNORE"),
+    "account_tree": (tables.ACCOUNT_TREE, "IGNORE"),
+    "pending_jobs": (tables.PENDING_JOBS, "IGNORE"),
 }
 _KEYS: dict[str, tuple[str, ...]] = {
     "jobs": tables.JOBS_KEY,
@@ -28,6 +30,8 @@ _KEYS: dict[str, tuple[str, ...]] = {
     "inference_windows": tables.INFERENCE_WINDOWS_KEY,
     "quota_snapshots": tables.QUOTA_SNAPSHOTS_KEY,
     "quota_usage": tables.QUOTA_USAGE_KEY,
+    "account_tree": tables.ACCOUNT_TREE_KEY,
+    "pending_jobs": tables.PENDING_JOBS_KEY,
 }
 
 
@@ -44,11 +48,23 @@ def ingest_keyed(con: duckdb.DuckDBPyConnection, table: str, frame: pl.DataFrame
     con.register("_batch", frame)
     try:
         cols = ", ".join(f'"{c}"' for c in schema)
-        run(con, f'INSERT OR {action} INTO "{table}" ({cols}) SELECT {cols} FROM _batch')  # noqa: S608
+        run(con, f'INSERT OR {action} INTO "{table}" ({cols}) {_source(table, schema)}')
     finally:
         con.unregister("_batch")
     # Replaced job records are updates: only keys new to the table count as new rows.
     return _count(con, table) - before
+
+
+def _source(table: str, schema: pl.Schema) -> str:
+    """The SELECT feeding the insert. A job record replaced by another read of it keeps the values the
+    new read lacks (a `sacct -P` dump's exit code stays when the JSON of the same job, which has none
+    in 22.05, comes later; the JSON's priority stays when the `-P` dump comes later)."""
+    if table != "jobs":
+        return "SELECT " + ", ".join(f'"{c}"' for c in schema) + " FROM _batch"  # noqa: S608 - fixed names
+    keys = tables.JOBS_KEY
+    picks = [f'b."{c}"' if c in keys else f'coalesce(b."{c}", j."{c}")' for c in schema]
+    on = " AND ".join(f'b."{k}" = j."{k}"' for k in keys)
+    return f"SELECT {', '.join(picks)} FROM _batch b LEFT JOIN jobs j ON {on}"  # noqa: S608 - fixed names
 
 
 def _gpu_keys(con: duckdb.DuckDBPyConnection, frame: pl.DataFrame) -> pl.DataFrame:

@@ -30,6 +30,8 @@ USER_TABLES = (
     "inference_windows",
     "quota_snapshots",
     "quota_usage",
+    "account_tree",
+    "pending_jobs",
     "import_runs",
     "sla_results",
     "idle_by_job",
@@ -121,6 +123,20 @@ def evaluation_inputs(
     if idle is None:
         return inputs
     return replace(inputs, minute_digest=month_digest(con, window_of(inputs), idle, chunk_rows))
+
+
+def slurm_queue(con: duckdb.DuckDBPyConnection, month: Month) -> tuple[pl.DataFrame, pl.DataFrame, pl.DataFrame]:
+    """(PENDING_JOBS, ACCOUNT_TREE, QUOTA_USAGE) of the month: the pending snapshots with their
+    reasons, the account trees and the usage at the same times, for `sla.account_limits`."""
+    lo, hi = _bounds(month)
+    span = [lo, hi]
+    pending = _frame(con, "SELECT * FROM pending_jobs WHERE ts >= ? AND ts < ? ORDER BY cluster, ts, job_id",
+                     span, tables.PENDING_JOBS)
+    tree = _frame(con, "SELECT * FROM account_tree WHERE ts < ? ORDER BY cluster, ts, account", [hi],
+                  tables.ACCOUNT_TREE)
+    usage = _frame(con, "SELECT * FROM quota_usage WHERE ts >= ? AND ts < ? ORDER BY cluster, ts, kind, name",
+                   span, tables.QUOTA_USAGE)
+    return pending, tree, usage
 
 
 def data_end(con: duckdb.DuckDBPyConnection) -> datetime | None:

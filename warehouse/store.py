@@ -22,7 +22,10 @@ from warehouse.migrate import available, current_version, migrate
 from warehouse.minute_chunks import CHUNK_ROWS
 from warehouse.sql import run, transaction
 
-INGEST_TABLES = ("gpu_minutes", "jobs", "job_events", "inference_windows", "quota_snapshots", "quota_usage")
+INGEST_TABLES = (
+    "gpu_minutes", "jobs", "job_events", "inference_windows", "quota_snapshots", "quota_usage", "account_tree",
+    "pending_jobs",
+)
 
 
 @dataclass(frozen=True)
@@ -197,6 +200,10 @@ class Warehouse:
 
     def data_end(self) -> datetime | None:
         return queries.data_end(self._con)
+
+    def slurm_queue(self, month: Month) -> tuple[pl.DataFrame, pl.DataFrame, pl.DataFrame]:
+        """(PENDING_JOBS, ACCOUNT_TREE, QUOTA_USAGE) of the month; see queries.slurm_queue."""
+        return queries.slurm_queue(self._con, month)
 
     def completeness(self, month: Month) -> pl.DataFrame:
         return queries.completeness(self._con, month)
