@@ -16,6 +16,17 @@ from sla.contention import job_spans, timelines
 from sla.fairness import cluster_shares, guaranteed_capacity
 
 
+def pending_reasons(pending: pl.DataFrame | None, start: datetime) -> pl.DataFrame | None:
+    """PENDING_JOBS snapshots (squeue / slurmrestd, with Slurm's reason) as the `reasons` frame of
+    quota.waits.wait_causes: cluster, job_id, ts_s (seconds after the window's start), reason."""
+    if pending is None or pending.is_empty():
+        return None
+    origin = pl.lit(start, dtype=pl.Datetime("us"))
+    return pending.select(
+        "cluster", "job_id", ((pl.col("ts") - origin).dt.total_microseconds() / 1e6).alias("ts_s"), "reason",
+    ).filter(pl.col("reason").is_not_null())
+
+
 def latest_quotas(quotas: pl.DataFrame, kind: str = "account") -> pl.DataFrame:
     """The latest row per (cluster, name) of one kind of QUOTA_SNAPSHOTS."""
     return (

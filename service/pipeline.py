@@ -16,7 +16,7 @@ from alerts.model import Alert, alerts_from_episodes
 from alerts.outbox import TickResult
 from gpusteward.config import Config
 from gpusteward.domain import Month
-from quota.analysis import analyse, plan_replay
+from quota.analysis import analyse, pending_reasons, plan_replay
 from quota.plan import Plan
 from quota.recommender import recommend
 from reports import Review, build_review, write_review
@@ -41,7 +41,7 @@ def evaluate(wh: Warehouse, config: Config, month: Month) -> MonthOutputs:
     """Evaluate the month, plan quota changes, and store both; return the month's outputs."""
     inputs = wh.evaluation_inputs(month, idle=config.idle)
     outputs = evaluate_month(inputs, config)
-    plan = _plan(outputs, inputs, config)
+    plan = _plan(outputs, inputs, config, wh.slurm_queue(month)[0])
     wh.store_plan(
         plan.id, month, plan.created_at, plan.status, dry_run=plan.dry_run, body=plan.to_dict(), items=plan.to_frame()
     )
@@ -50,12 +50,13 @@ def evaluate(wh: Warehouse, config: Config, month: Month) -> MonthOutputs:
     return outputs
 
 
-def _plan(outputs: MonthOutputs, inputs: EvaluationInputs, config: Config) -> Plan:
+def _plan(outputs: MonthOutputs, inputs: EvaluationInputs, config: Config, pending: pl.DataFrame) -> Plan:
     # A plan's id is derived from the changes it proposes, so re-running on the same data gives the
     # same plan instead of a pile of copies (and float noise in the inputs cannot change it).
     window = window_of(inputs)
+    # The scheduler's own pending reasons (squeue / slurmrestd snapshots) override the derived causes.
     analysis = analyse(classified_jobs(inputs, config), inputs.quota_snapshots, config, window.start, window.end,
-                       capacity=cluster_gpus(config, inputs.gpus))
+                       capacity=cluster_gpus(config, inputs.gpus), reasons=pending_reasons(pending, window.start))
     draft = recommend(analysis, outputs.results, config, "draft")
     replay = plan_replay(analysis, {
         (r["cluster"], r["name"]): r["proposed_gpus"]
