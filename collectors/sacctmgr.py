@@ -33,10 +33,19 @@ _INT32_MAX = 2**31 - 1
 _UINT32_MAX = 2**32 - 1  # Slurm keeps an association's and a QOS's Priority in a uint32
 
 
-def snapshot_time(name: str) -> datetime | None:
-    """The time in a file name such as `assoc-20261101T000000Z.txt` (naive UTC), if any."""
+def snapshot_time(name: str, *, source: str | None = None) -> datetime | None:
+    """The time in a file name such as `assoc-20261101T000000Z.txt` (naive UTC), if any.
+
+    Raises InputError naming `source` (default: `name`) when that time is not a real one."""
     m = _STAMP.search(name)
-    return datetime.strptime(m.group(1), "%Y%m%dT%H%M%SZ") if m else None
+    if m is None:
+        return None
+    try:
+        return datetime.strptime(m.group(1), "%Y%m%dT%H%M%SZ")
+    except ValueError:
+        raise InputError(
+            source or name, f"the snapshot time {m.group(1)} in the file name is not a valid date and time (UTC)"
+        ) from None
 
 
 @dataclass(frozen=True)
