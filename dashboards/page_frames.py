@@ -11,6 +11,7 @@ from dashboards.texts import Texts
 from dashboards.view import View
 from reports.context import indicator_bound, indicator_kind
 from reports.model import Quantity
+from reports.plan_text import render
 
 
 def _value(tx: Texts, indicator: str, value: object) -> str:
@@ -253,5 +254,6 @@ def plan_items_table(view: View, plan_id: str) -> pl.DataFrame | None:
         tx("col.current"): [str(i.get("current_gpus") if i.get("current_gpus") is not None else "—") for i in items],
         tx("col.proposed"): [str(i.get("proposed_gpus") if i.get("proposed_gpus") is not None else "—")
                              for i in items],
-        tx("col.reason"): [str(i.get("reason") or "") for i in items],
+        tx("col.reason"): [render(i.get("reason"), tx.fmt) for i in items],
+        tx("col.expected_effect"): [render(i.get("expected_effect"), tx.fmt) for i in items],
     })

@@ -1,32 +1,29 @@
-"""Quota recommender (pure): SLA results and usage in, proposed account quota changes out.
+"""Quota recommender (pure): the month's records, limits and objectives in; changes a replay supports out.
 
-Rules, applied per cluster to each team account's latest GPU limit:
-1. Lower: a team over its share (share_over_entitlement above its objective) that used GPUs on
-   the cluster gets its limit lowered by max_step, never below max(team.min_gpus, the team's
-   entitled share of the cluster's guaranteed capacity).
-2. Raise: a queue whose wait objective was missed is attributed to the team(s) whose own wait in
-   that queue missed it (or, if none alone did, the team that waited longest). Those teams'
-   limits rise by max_step, worst wait first, while the cluster has headroom. A team over its
-   share is never raised.
-3. Capacity: guaranteed capacity is the cluster's GPUs minus its inference reserve. Raises only
-   use headroom below max(guaranteed, the sum of the current limits), after the lowers: a plan never
-   takes the sum of limits past capacity, and never grows a sum that is already past it (then raises
-   only reuse what the lowers freed). Unknown cluster size: no raises there.
-4. Fairness: weighted max-min. Headroom goes one GPU at a time to the starving account with the
-   lowest limit per unit of entitled share (ties: worst wait, then name), each capped at one step.
-   Demand weighting: with a DEMAND frame (`quota.demand`: running plus pending GPU-hours per cluster
-   and team, and the part inside `quota.business_hours`), business-hours demand counts
-   `business_weight` times (default 2: "counts double"). A team's entitled share is multiplied by
-   (demand + (weight - 1) x business demand) / demand, so teams whose demand falls in business hours
-   get headroom first. Weight 1, or no demand, leaves the plan exactly as without it.
-Steps are relative: |proposed - current| <= max_step x current, whole GPUs, rounded toward no change.
-Unlimited (null) limits are left alone: there is no number to step from.
+Per cluster and team account (docs/quota.md has the grounding of each rule):
+1. Raise: only where the team's jobs waited on its own limit (quota.waits: AssocGrpGRES) in a queue
+   that missed a wait objective. A wait behind higher-priority QOS or on a full cluster is not
+   shortened by a bigger limit: it becomes advice (below), never a raise.
+2. Fairness cut: only where the team held more than its entitlement of the cluster (sla.fairness)
+   while other teams waited there, and only down to where the cut binds (below the team's peak, never
+   below max(min_gpus, its entitled GPUs)).
+3. Right-sizing cut: a limit that never bound (usage never reached it, no job waited on it), on a
+   cluster whose limits sum past its guaranteed GPUs, down to no less than the business-hours peak plus
+   `quota.headroom_gpus`. Housekeeping: it lowers oversubscription and changes no wait.
+4. Every change is replayed (quota.replay) before it is proposed: a raise or fairness cut whose replay
+   does not shorten the targeted wait p95 by at least `quota.min_gain` is dropped, and so is a
+   right-sizing cut whose replay changes the team's waits.
+5. Capacity: the sum of a cluster's limits never goes past max(guaranteed, sum of current limits); on a
+   cluster already past its guaranteed GPUs a raise only reuses what the cuts on it freed.
+Steps are relative: |proposed - current| <= max_step x current (at least one GPU), whole GPUs.
+Unlimited (null) limits are left alone. Advice items (kind `advice`) carry the waits a quota cannot
+fix (priority, capacity, placement) with their evidence; they are never written to a scheduler.
 """
 
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -34,260 +31,380 @@ import polars as pl
 
 from gpusteward.attribution import team_of_account
 from gpusteward.config.schema import Config
-from gpusteward.domain import UNATTRIBUTED
-from sla.common import human_duration
+from quota.analysis import MonthAnalysis
+from reports.model import Message, Quantity, Text
+from reports.plan_text import encode
+from sla.fairness import fairness_objective
 from sla.results import QUOTA_PLAN_ITEMS
 
-_WAITS = {"queue_wait_p50": "wait_p95_s", "queue_wait_p95": "wait_p95_s", "queue_wait_max": "wait_max_s"}
+WAIT_INDICATORS = ("queue_wait_p50", "queue_wait_p95", "queue_wait_max")
 _EPS = 1e-9
-BUSINESS_WEIGHT = 2.0
-"""How much more demand inside `quota.business_hours` counts than demand outside them."""
+MIN_GAIN_S = 60.0
+"""A replayed wait p95 must also fall by at least this many seconds: a minute is below what anyone waits for."""
+
+
+def _m(key: str, **params: str | Quantity) -> Message:
+    return Message(key, tuple((k, Text(v) if isinstance(v, str) else v) for k, v in params.items()))
+
+
+def _q(value: float | None, kind: str) -> Quantity:
+    return Quantity(value, kind)  # type: ignore[arg-type]
 
 
 @dataclass
-class _Account:
+class Change:
     cluster: str
-    name: str
+    account: str
     team: str
-    current: int
-    proposed: int
-    reasons: list[str] = field(default_factory=list)
-    evidence: list[str] = field(default_factory=list)
-    effects: list[str] = field(default_factory=list)
-
-
-@dataclass(frozen=True)
-class _Starved:
-    team: str
-    cluster: str
-    severity: float  # the team's wait / objective, the worst of its starving queues
-    evidence: str
-
-
-def latest_quotas(quotas: pl.DataFrame) -> pl.DataFrame:
-    """The latest account limit per (cluster, account)."""
-    return (
-        quotas.filter(pl.col("kind") == "account")
-        .sort("ts")
-        .group_by("cluster", "name")
-        .agg(pl.col("gpu_limit").last())
-        .sort("cluster", "name")
-    )
-
-
-def guaranteed_capacity(config: Config, cluster: str, capacity: Mapping[str, int] | None = None) -> int | None:
-    """The cluster's GPUs minus its inference reserve; None when the GPU count is unknown."""
-    gpus = (capacity or {}).get(cluster) or next((c.gpus for c in config.clusters if c.name == cluster), 0)
-    if gpus <= 0:
-        return None
-    reserve = sum(line.min_gpus for line in config.protection.inference_reserve if line.cluster == cluster)
-    return max(0, gpus - reserve)
+    kind: str  # raise | fairness | rightsize | advice
+    current: int | None
+    proposed: int | None
+    reasons: list[Message] = field(default_factory=list)
+    evidence: list[Message] = field(default_factory=list)
+    effects: list[Message] = field(default_factory=list)
+    targets: tuple[str, ...] = ()  # teams whose wait the change is for
 
 
 def _step(current: int, max_step: float) -> int:
-    return math.floor(current * max_step + _EPS)
+    return max(1, math.floor(current * max_step + _EPS))
 
 
-def _over_share(results: pl.DataFrame) -> dict[str, tuple[float, float]]:
+def _missed_queues(results: pl.DataFrame) -> dict[str, list[dict[str, Any]]]:
     rows = results.filter(
-        (pl.col("indicator") == "share_over_entitlement") & (pl.col("subject_kind") == "team") & (pl.col("met").not_())
-    )
-    return {r["subject"]: (r["value"], r["objective"]) for r in rows.iter_rows(named=True)}
-
-
-def _starved(results: pl.DataFrame, usage: pl.DataFrame) -> list[_Starved]:
-    missed = results.filter(
-        (pl.col("subject_kind") == "queue") & pl.col("indicator").is_in(list(_WAITS)) & (pl.col("met").not_())
-    ).sort("subject", "scenario", "indicator")
-    found: list[_Starved] = []
-    for r in missed.iter_rows(named=True):
-        col = _WAITS[r["indicator"]]
-        objective = float(r["objective"])
-        waits = usage.filter(
-            (pl.col("queue") == r["subject"]) & (pl.col("scenario") == r["scenario"]) & pl.col(col).is_not_null()
-            & (pl.col("team") != UNATTRIBUTED)
-        ).sort([col, "team"], descending=[True, False])
-        if waits.height == 0:
-            continue
-        over = waits.filter(pl.col(col) > objective)
-        for w in (over if over.height else waits.head(1)).iter_rows(named=True):
-            found.append(_Starved(
-                team=w["team"], cluster=w["cluster"], severity=w[col] / objective if objective > 0 else math.inf,
-                evidence=(
-                    f"{r['subject']} {r['indicator']} {human_duration(r['value'])} "
-                    f"against {human_duration(objective)}; "
-                    f"{w['team']}'s {col.removesuffix('_s').replace('_', ' ')} there {human_duration(w[col])} "
-                    f"over {w['started']} started jobs"
-                ),
-            ))
+        (pl.col("subject_kind") == "queue") & pl.col("indicator").is_in(list(WAIT_INDICATORS)) & (pl.col("met").not_())
+    ).sort("subject", "indicator")
+    found: dict[str, list[dict[str, Any]]] = {}
+    for r in rows.iter_rows(named=True):
+        found.setdefault(r["subject"], []).append(r)
     return found
 
 
-def recommend(
-    results: pl.DataFrame,
-    usage: pl.DataFrame,
-    quotas: pl.DataFrame,
-    config: Config,
-    plan_id: str,
-    *,
-    capacity: Mapping[str, int] | None = None,
-    demand: pl.DataFrame | None = None,
-    business_weight: float = BUSINESS_WEIGHT,
-) -> pl.DataFrame:
-    """QUOTA_PLAN_ITEMS for one plan.
-
-    results: SLA_RESULTS of the month; usage: sla.usage.QUEUE_USAGE; quotas: QUOTA_SNAPSHOTS (the
-    latest account row per cluster counts); capacity: GPUs per cluster overriding the config;
-    demand: quota.demand.DEMAND, weighted by `business_weight` inside business hours.
-    """
-    planner = _Planner(config, capacity, latest_quotas(quotas), usage)
-    planner.demand = _demand_factors(demand, business_weight)
-    over = _over_share(results)
-    planner.lower(over)
-    planner.raise_(_starved(results, usage), over)
-    return pl.DataFrame(planner.items(plan_id), schema=QUOTA_PLAN_ITEMS, orient="row")
+def _outcome(frame: pl.DataFrame, cluster: str, group: str, subject: str) -> dict[str, Any] | None:
+    rows = frame.filter((pl.col("cluster") == cluster) & (pl.col("group") == group) & (pl.col("subject") == subject))
+    return rows.row(0, named=True) if rows.height else None
 
 
-@dataclass(frozen=True)
-class _Demand:
-    factor: float  # (demand + (weight - 1) x business demand) / demand
-    gpu_hours: float
-    business_gpu_hours: float
-    weight: float
+def _p95(frame: pl.DataFrame, cluster: str, team: str) -> float:
+    row = _outcome(frame, cluster, "team", team)
+    return float(row["wait_p95_s"] or 0.0) if row else 0.0
 
 
-def _demand_factors(demand: pl.DataFrame | None, weight: float) -> dict[tuple[str, str], _Demand]:
-    if demand is None or demand.is_empty() or weight == 1:
-        return {}
-    found: dict[tuple[str, str], _Demand] = {}
-    for r in demand.iter_rows(named=True):
-        total, business = float(r["gpu_hours"] or 0.0), float(r["business_gpu_hours"] or 0.0)
-        if total > 0:
-            found[(r["cluster"], r["team"])] = _Demand((total + (weight - 1) * business) / total, total, business,
-                                                        weight)
-    return found
+def _gained(before: float, after: float, min_gain: float) -> bool:
+    return before - after >= max(MIN_GAIN_S, min_gain * before)
 
 
-class _Planner:
-    """The accounts of one plan and their proposed limits, changed rule by rule."""
+class Recommender:
+    """One plan's changes, rule by rule, each replayed before it is kept."""
 
-    demand: dict[tuple[str, str], _Demand]
-
-    def __init__(
-        self, config: Config, capacity: Mapping[str, int] | None, quotas: pl.DataFrame, usage: pl.DataFrame
-    ) -> None:
+    def __init__(self, analysis: MonthAnalysis, results: pl.DataFrame, config: Config) -> None:
+        self.a = analysis
+        self.results = results
         self.config = config
-        self.demand = {}
         self.step = config.quota.max_step
-        self.capacity = capacity
-        self.accounts: dict[tuple[str, str], _Account] = {}
-        for q in quotas.iter_rows(named=True):
-            limit = q["gpu_limit"]
-            if limit is not None:
-                team = team_of_account(config, q["name"])
-                self.accounts[(q["cluster"], q["name"])] = _Account(q["cluster"], q["name"], team, limit, limit)
-        per_team = usage.group_by("cluster", "team").agg(pl.col("gpu_hours").sum())
-        self.used = {(r["cluster"], r["team"]): r["gpu_hours"] for r in per_team.iter_rows(named=True)}
+        self.min_gain = config.quota.min_gain
+        self.changes: dict[tuple[str, str], Change] = {}
+        self.advice: list[Change] = []
+        self.missed = _missed_queues(results)
+        self.binding = {(r["cluster"], r["account"]): r for r in analysis.binding.iter_rows(named=True)}
+        self.shares = {(r["cluster"], r["team"]): r for r in analysis.shares.iter_rows(named=True)}
+        self._so_far: dict[tuple[Any, ...], pl.DataFrame] = {}
 
-    def lower(self, over: dict[str, tuple[float, float]]) -> None:
-        for acct in self.accounts.values():
-            used = self.used.get((acct.cluster, acct.team), 0.0)
-            if acct.team not in over or acct.team not in self.config.teams or used <= 0:
-                continue
-            team = self.config.teams[acct.team]
-            guaranteed = guaranteed_capacity(self.config, acct.cluster, self.capacity)
-            entitled = math.ceil(team.entitled_share * guaranteed - _EPS) if guaranteed is not None else 0
-            floor = max(team.min_gpus, entitled)
-            proposed = max(floor, acct.current - _step(acct.current, self.step))
-            if proposed >= acct.current:
-                continue
-            value, objective = over[acct.team]
-            acct.proposed = proposed
-            acct.reasons.append(
-                f"Lower {acct.team}'s GPU quota on {acct.cluster}: it used {value:.2f}x its entitled share "
-                f"of the pool (objective at most {objective:.2f}x)."
-            )
-            acct.evidence.append(
-                f"share_over_entitlement {value:.2f} against {objective:.2f}; {used:,.0f} GPU-hours on "
-                f"{acct.cluster} this month; floor {floor} GPUs (min_gpus {team.min_gpus}, entitled {entitled})"
-            )
-            acct.effects.append(
-                f"Frees up to {acct.current - proposed} GPUs on {acct.cluster} for teams below their share."
-            )
+    # -- helpers -------------------------------------------------------------------------------
 
-    def raise_(self, starved: list[_Starved], over: dict[str, tuple[float, float]]) -> None:
-        """Weighted max-min: headroom goes one GPU at a time to the starving account whose limit is
-        lowest per unit of entitled share (ties: worst wait, then name), each capped at one step."""
-        by_team: dict[tuple[str, str], list[_Starved]] = {}
-        for s in starved:
-            if s.team not in over:
-                by_team.setdefault((s.cluster, s.team), []).append(s)
-        for cluster in sorted({c for c, _t in by_team}):
-            guaranteed = guaranteed_capacity(self.config, cluster, self.capacity)
-            if guaranteed is None:
+    def team(self, account: str) -> str:
+        return team_of_account(self.config, account)
+
+    def so_far(self, cluster: str) -> pl.DataFrame:
+        """OUTCOMES of the replay of the cluster under the changes kept so far: each change is judged on
+        what it adds to them, not on what earlier changes did."""
+        kept = tuple(sorted((k, c.proposed) for k, c in self.changes.items() if k[0] == cluster))
+        key = (cluster, kept)
+        if key not in self._so_far:
+            self._so_far[key] = self.a.current if not kept else self.a.replay_with(self.limits_with({}), {cluster})
+        return self._so_far[key]
+
+    def limits_with(self, extra: dict[tuple[str, str], int]) -> dict[tuple[str, str], int | None]:
+        found = dict(self.a.limits)
+        found.update({k: c.proposed for k, c in self.changes.items() if c.proposed is not None})
+        found.update(extra)
+        return found
+
+    def cluster_sum(self, cluster: str, proposed: bool = True) -> int:
+        total = 0
+        for (c, account), limit in self.a.limits.items():
+            if c != cluster or limit is None:
                 continue
-            mine = [a for a in self.accounts.values() if a.cluster == cluster]
-            # Never past capacity minus the reserve; where the limits already are past it (caps
-            # oversubscribed), never grow their sum: raises then only reuse what the lowers freed.
-            ceiling = max(guaranteed, sum(a.current for a in mine))
-            headroom = ceiling - sum(a.proposed for a in mine)
-            severity = {t: max(s.severity for s in ss) for (c, t), ss in by_team.items() if c == cluster}
-            candidates = sorted(
-                (a for a in mine if a.team in severity and a.proposed == a.current), key=lambda a: a.name
-            )
-            cap = {a.name: a.current + _step(a.current, self.step) for a in candidates}
-            while headroom >= 1:
-                open_ = [a for a in candidates if a.proposed < cap[a.name]]
-                if not open_:
-                    break
-                pick = min(open_, key=lambda a: (a.proposed / self._weight(a), -severity[a.team], a.name))
-                pick.proposed += 1
-                headroom -= 1
-            for acct in candidates:
-                if acct.proposed == acct.current:
+            change = self.changes.get((c, account))
+            total += change.proposed if proposed and change is not None and change.proposed is not None else limit
+        return total
+
+    def accounts(self, cluster: str) -> list[tuple[str, int]]:
+        return sorted((a, v) for (c, a), v in self.a.limits.items() if c == cluster and v is not None
+                      and self.team(a) in self.config.teams)
+
+    def oversubscription(self, cluster: str) -> Message:
+        return _m("quota.evidence.oversubscription", cluster=cluster,
+                  total=_q(self.cluster_sum(cluster, proposed=False), "gpus"),
+                  guaranteed=_q(self.a.guaranteed.get(cluster), "gpus"))
+
+    def binding_evidence(self, cluster: str, account: str) -> Message:
+        b = self.binding.get((cluster, account)) or {}
+        return _m("quota.evidence.binding", account=account, limit=_q(b.get("gpu_limit"), "gpus"),
+                  peak=_q(b.get("peak_gpus"), "gpus"), p95=_q(b.get("p95_gpus"), "gpus"),
+                  business_peak=_q(b.get("business_peak_gpus"), "gpus"), at_limit=_q(b.get("at_limit_s"), "duration"),
+                  limit_waits=_q(b.get("limit_waits"), "count"), waits=_q(b.get("waits"), "count"))
+
+    def effect(self, outcome: pl.DataFrame, cluster: str, team: str, base: pl.DataFrame) -> Message:
+        """The replayed effect on one team: base (the changes before this one) against outcome, with the
+        calibration error of the replay under the current limits against what was observed."""
+        before = _outcome(base, cluster, "team", team) or {}
+        now = _outcome(self.a.current, cluster, "team", team) or {}
+        after = _outcome(outcome, cluster, "team", team) or {}
+        observed = _outcome(self.a.observed, cluster, "team", team) or {}
+        error = None
+        if observed.get("wait_p95_s") is not None and now.get("wait_p95_s") is not None:
+            error = now["wait_p95_s"] - observed["wait_p95_s"]
+        return _m("quota.effect.replay", team=team, cluster=cluster,
+                  p95_before=_q(before.get("wait_p95_s"), "duration"),
+                  p95_after=_q(after.get("wait_p95_s"), "duration"),
+                  p50_before=_q(before.get("wait_p50_s"), "duration"),
+                  p50_after=_q(after.get("wait_p50_s"), "duration"),
+                  hours_before=_q(before.get("gpu_hours"), "gpu_hours"),
+                  hours_after=_q(after.get("gpu_hours"), "gpu_hours"),
+                  observed=_q(observed.get("wait_p95_s"), "duration"), error=_q(error, "duration"))
+
+    def moved(self, outcome: pl.DataFrame, cluster: str, skip: Sequence[str], base: pl.DataFrame) -> list[Message]:
+        """Replay effects on the other teams of the cluster whose GPU-hours or wait p95 moved."""
+        out = []
+        for team in sorted(self.config.teams):
+            if team in skip:
+                continue
+            before = _outcome(base, cluster, "team", team)
+            after = _outcome(outcome, cluster, "team", team)
+            if before is None or after is None:
+                continue
+            hours = abs((after["gpu_hours"] or 0.0) - (before["gpu_hours"] or 0.0))
+            wait = abs((after["wait_p95_s"] or 0.0) - (before["wait_p95_s"] or 0.0))
+            if hours >= 1.0 or wait >= MIN_GAIN_S:
+                out.append(self.effect(outcome, cluster, team, base))
+        return out
+
+    def over_share(self, cluster: str, team: str) -> bool:
+        """Whether the team held more than its entitlement of the cluster, beyond the objective, while others waited."""
+        share = self.shares.get((cluster, team))
+        if share is None or not share["entitled_gpu_hours"] or share["contended_gpu_hours"] <= 0:
+            return False
+        multiple = (share["gpu_hours"] - share["borrowed_gpu_hours"]) / share["entitled_gpu_hours"]
+        return bool(multiple > fairness_objective(self.config))
+
+    # -- rules ---------------------------------------------------------------------------------
+
+    def raises(self) -> None:
+        """Rule 1: raise a limit its own jobs waited on, in a queue that missed its wait objective."""
+        waits = self.a.waits
+        for cluster in sorted(self.a.guaranteed):
+            ceiling = max(self.a.guaranteed[cluster], self.cluster_sum(cluster, proposed=False))
+            candidates = []
+            for account, limit in self.accounts(cluster):
+                if (cluster, account) in self.changes or self.over_share(cluster, self.team(account)):
+                    continue  # a team holding more than its entitlement while others wait is not raised
+                mine = waits.filter((pl.col("cluster") == cluster) & (pl.col("account") == account)
+                                    & (pl.col("cause") == "limit") & pl.col("queue").is_in(list(self.missed)))
+                if mine.height == 0:
                     continue
-                grant = acct.proposed - acct.current
-                acct.reasons.append(
-                    f"Raise {acct.team}'s GPU quota on {cluster}: its jobs wait longer than the queue objective allows."
-                )
-                acct.evidence.extend(s.evidence for s in by_team[(cluster, acct.team)])
-                acct.evidence.append(
-                    f"sum of {cluster}'s limits kept at most {ceiling} GPUs ({guaranteed} guaranteed: cluster minus "
-                    "inference reserve); headroom shared by weighted max-min over entitled shares"
-                )
-                weighted = self.demand.get((cluster, acct.team))
-                if weighted is not None:
-                    acct.evidence.append(
-                        f"demand {weighted.gpu_hours:,.0f} GPU-hours running or pending, "
-                        f"{weighted.business_gpu_hours / weighted.gpu_hours:.0%} of it in business hours "
-                        f"({self.config.quota.business_hours} local, weighted x{weighted.weight:g})"
-                    )
-                acct.effects.append(
-                    f"Up to {grant} more GPUs at once for {acct.team} on {cluster}, so its queued jobs start sooner "
-                    "and the queue's wait should fall toward its objective."
-                )
+                gpu_hours = float((mine["limit_s"] * mine["gpus"]).sum()) / 3600.0
+                candidates.append((-gpu_hours, account, limit, mine))
+            for _neg, account, limit, mine in sorted(candidates, key=lambda c: (c[0], c[1])):
+                headroom = ceiling - self.cluster_sum(cluster)
+                grant = min(_step(limit, self.step), headroom)
+                team = self.team(account)
+                if grant < 1:
+                    self.advise_blocked_raise(cluster, account, team, limit, mine)
+                    continue
+                base = self.so_far(cluster)
+                outcome = self.a.replay_with(self.limits_with({(cluster, account): limit + grant}), {cluster})
+                before, after = _p95(base, cluster, team), _p95(outcome, cluster, team)
+                if not _gained(before, after, self.min_gain):
+                    continue
+                change = Change(cluster, account, team, "raise", limit, limit + grant, targets=(team,))
+                change.reasons.append(_m("quota.reason.raise", team=team, cluster=cluster))
+                for queue in sorted(set(mine["queue"].to_list())):
+                    for r in self.missed.get(queue, []):
+                        change.evidence.append(_m("quota.evidence.missed", queue=queue, indicator=r["indicator"],
+                                                  value=_q(r["value"], "duration"),
+                                                  objective=_q(r["objective"], "duration")))
+                change.evidence.append(_limit_waits(team, cluster, mine))
+                change.evidence += [self.binding_evidence(cluster, account), self.oversubscription(cluster)]
+                change.effects.append(self.effect(outcome, cluster, team, base))
+                change.effects += self.moved(outcome, cluster, (team,), base)
+                self.changes[(cluster, account)] = change
 
-    def _weight(self, acct: _Account) -> float:
-        """The account's entitled share, scaled by its business-hours weighted demand when given."""
-        found = self.config.teams.get(acct.team)
-        share = found.entitled_share if found is not None and found.entitled_share > 0 else 1.0
-        weighted = self.demand.get((acct.cluster, acct.team))
-        return share * weighted.factor if weighted is not None else share
+    def advise_blocked_raise(self, cluster: str, account: str, team: str, limit: int, mine: pl.DataFrame) -> None:
+        change = Change(cluster, account, team, "advice", limit, None)
+        change.reasons.append(_m("quota.advice.no_headroom", team=team, cluster=cluster))
+        change.evidence += [
+            _limit_waits(team, cluster, mine),
+            self.oversubscription(cluster),
+        ]
+        self.advice.append(change)
+
+    def fairness_cuts(self) -> None:
+        """Rule 2: cut a team that held more than its entitlement while others waited, where the cut
+        binds and the replay shortens the others' waits."""
+        objective = fairness_objective(self.config)
+        for cluster in sorted(self.a.guaranteed):
+            for account, limit in self.accounts(cluster):
+                team = self.team(account)
+                share = self.shares.get((cluster, team))
+                if share is None or not share["entitled_gpu_hours"] or share["contended_gpu_hours"] <= 0:
+                    continue
+                multiple = (share["gpu_hours"] - share["borrowed_gpu_hours"]) / share["entitled_gpu_hours"]
+                if multiple <= objective or (cluster, account) in self.changes:
+                    continue
+                b = self.binding.get((cluster, account)) or {}
+                peak = float(b.get("peak_gpus") or 0.0)
+                floor = max(self.config.teams[team].min_gpus, math.ceil(share["entitled_gpus"] - _EPS))
+                proposed = max(floor, limit - _step(limit, self.step))
+                if proposed >= limit or proposed >= peak:
+                    continue  # it would not bind: it frees nothing
+                waiting = sorted({t for t in self.a.waits.filter(
+                    (pl.col("cluster") == cluster) & (pl.col("team") != team)
+                    & pl.col("cause").is_in(["capacity", "priority", "placement"]))["team"].to_list() if t})
+                base = self.so_far(cluster)
+                outcome = self.a.replay_with(self.limits_with({(cluster, account): proposed}), {cluster})
+                helped = [t for t in waiting if _gained(_p95(base, cluster, t), _p95(outcome, cluster, t),
+                                                        self.min_gain)]
+                if not helped:
+                    continue
+                change = Change(cluster, account, team, "fairness", limit, proposed, targets=tuple(helped))
+                change.reasons.append(_m("quota.reason.fairness", team=team, cluster=cluster,
+                                         multiple=_q(multiple, "multiple")))
+                change.evidence += [
+                    _m("quota.evidence.contended", team=team, cluster=cluster,
+                       contended=_q(share["contended_gpu_hours"], "gpu_hours"),
+                       borrowed=_q(share["borrowed_gpu_hours"], "gpu_hours"),
+                       entitled=_q(share["entitled_gpus"], "gpus"), objective=_q(objective, "multiple")),
+                    self.binding_evidence(cluster, account),
+                ]
+                change.effects += [self.effect(outcome, cluster, t, base) for t in helped]
+                change.effects.append(self.effect(outcome, cluster, team, base))
+                self.changes[(cluster, account)] = change
+
+    def right_sizing(self) -> None:
+        """Rule 3: lower a limit that never bound on an oversubscribed cluster (housekeeping)."""
+        headroom = self.config.quota.headroom_gpus
+        for cluster in sorted(self.a.guaranteed):
+            if self.cluster_sum(cluster, proposed=False) <= self.a.guaranteed[cluster]:
+                continue
+            for account, limit in self.accounts(cluster):
+                if (cluster, account) in self.changes:
+                    continue
+                b = self.binding.get((cluster, account))
+                if b is None or b["at_limit_s"] > 0 or b["limit_waits"] > 0 or b["limit_wait_gpu_hours"] > 0:
+                    continue
+                team = self.team(account)
+                target = max(self.config.teams[team].min_gpus, math.ceil(b["business_peak_gpus"] - _EPS) + headroom)
+                proposed = max(target, limit - _step(limit, self.step))
+                if proposed >= limit:
+                    continue
+                base = self.so_far(cluster)
+                outcome = self.a.replay_with(self.limits_with({(cluster, account): proposed}), {cluster})
+                before, after = _p95(base, cluster, team), _p95(outcome, cluster, team)
+                if after > before + 1e-6:
+                    continue  # the replay says it would bind after all: not housekeeping
+                change = Change(cluster, account, team, "rightsize", limit, proposed)
+                change.reasons.append(_m("quota.reason.rightsize", team=team, cluster=cluster))
+                change.evidence += [
+                    _m("quota.evidence.never_bound", account=account, cluster=cluster,
+                       business_peak=_q(b["business_peak_gpus"], "gpus"), peak=_q(b["peak_gpus"], "gpus"),
+                       headroom=_q(headroom, "gpus")),
+                    self.binding_evidence(cluster, account), self.oversubscription(cluster),
+                ]
+                change.effects.append(_m("quota.effect.rightsize", team=team, cluster=cluster,
+                                         freed=_q(limit - proposed, "gpus")))
+                self.changes[(cluster, account)] = change
+
+    def advice_for_waits(self) -> None:
+        """Starving queues whose wait a quota cannot shorten: advice with its evidence."""
+        waits = self.a.waits
+        for queue in sorted(self.missed):
+            mine = waits.filter(pl.col("queue") == queue)
+            if mine.height == 0:
+                continue
+            by = {c: float((mine[f"{c}_s"] * mine["gpus"]).sum()) for c in ("limit", "priority", "capacity",
+                                                                          "placement")}
+            total = sum(by.values())
+            main = max(("priority", "capacity", "placement"), key=lambda c: by[c])
+            if total <= 0 or by[main] <= by["limit"]:
+                continue
+            holders = _holders(mine)
+            cluster = str(mine["cluster"][0])
+            team = str(mine.sort("wait_s", descending=True)["team"][0])
+            change = Change(cluster, queue, team, "advice", None, None)
+            change.reasons.append(_m(f"quota.advice.{main}", queue=queue, cluster=cluster))
+            for r in self.missed[queue]:
+                change.evidence.append(_m("quota.evidence.missed", queue=queue, indicator=r["indicator"],
+                                          value=_q(r["value"], "duration"), objective=_q(r["objective"], "duration")))
+            change.evidence.append(_m(f"quota.evidence.causes.{_source(mine)}", queue=queue,
+                                      limit=_q(by["limit"] / total, "percent"),
+                                      priority=_q(by["priority"] / total, "percent"),
+                                      capacity=_q(by["capacity"] / total, "percent"),
+                                      placement=_q(by["placement"] / total, "percent"),
+                                      holders=holders or "-"))
+            self.advice.append(change)
 
     def items(self, plan_id: str) -> list[dict[str, Any]]:
-        return [_item(plan_id, a) for _key, a in sorted(self.accounts.items()) if a.proposed != a.current]
+        changes = [c for _k, c in sorted(self.changes.items())] + self.advice
+        return [_item(plan_id, c) for c in changes]
 
 
-def _item(plan_id: str, acct: _Account) -> dict[str, Any]:
+def _holders(waits: pl.DataFrame, top: int = 3) -> str:
+    """The QOS and team that held the GPUs during the priority waits, by share of those GPU-hours waited."""
+    weighted = waits.filter(pl.col("priority_s") > 0).with_columns((pl.col("priority_s") * pl.col("gpus")).alias("_w"))
+    total = float(weighted["_w"].sum())
+    if total <= 0:
+        return "-"
+    by = weighted.group_by("holders").agg(pl.col("_w").sum()).sort(["_w", "holders"], descending=[True, False])
+    shares = [f"{r['holders']} {r['_w'] / total:.0%}" for r in by.head(top).iter_rows(named=True)
+              if r["holders"] and r["_w"] / total >= 0.005]  # a holder that rounds to 0% is not named
+    return ", ".join(shares)
+
+
+def _source(waits: pl.DataFrame) -> str:
+    """Whether the scheduler's pending reasons said it, or the records, limits and cluster size imply it."""
+    return "reasons" if (waits["source"] == "reasons").any() else "derived"
+
+
+def _limit_waits(team: str, cluster: str, waits: pl.DataFrame) -> Message:
+    return _m(f"quota.evidence.limit_waits.{_source(waits)}", team=team, cluster=cluster,
+              jobs=_q(waits.height, "count"),
+              gpu_hours=_q(float((waits["limit_s"] * waits["gpus"]).sum()) / 3600.0, "gpu_hours"))
+
+
+def _item(plan_id: str, change: Change) -> dict[str, Any]:
+    evidence = list(change.evidence)
+    if change.current is not None and change.proposed is not None:
+        evidence.append(_m("quota.evidence.change", current=_q(change.current, "gpus"),
+                           proposed=_q(change.proposed, "gpus")))
     return {
         "plan_id": plan_id,
-        "cluster": acct.cluster,
-        "kind": "account",
-        "name": acct.name,
-        "team": acct.team,
-        "current_gpus": acct.current,
-        "proposed_gpus": acct.proposed,
-        "reason": " ".join(acct.reasons),
-        "evidence": "; ".join([*acct.evidence, f"limit {acct.current} -> {acct.proposed} GPUs"]),
-        "expected_effect": " ".join(acct.effects),
+        "cluster": change.cluster,
+        "kind": "advice" if change.kind == "advice" else "account",
+        "name": change.account,
+        "team": change.team,
+        "current_gpus": change.current,
+        "proposed_gpus": change.proposed,
+        "reason": encode(change.reasons),
+        "evidence": encode(evidence),
+        "expected_effect": encode(change.effects),
     }
+
+
+def recommend(analysis: MonthAnalysis, results: pl.DataFrame, config: Config, plan_id: str) -> pl.DataFrame:
+    """QUOTA_PLAN_ITEMS of one plan: kept changes (kind `account`), then advice (kind `advice`)."""
+    rec = Recommender(analysis, results, config)
+    rec.fairness_cuts()
+    rec.right_sizing()
+    rec.raises()
+    rec.advice_for_waits()
+    return pl.DataFrame(rec.items(plan_id), schema=QUOTA_PLAN_ITEMS, orient="row")

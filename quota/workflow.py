@@ -202,12 +202,12 @@ def apply_plan(
         gate = f"plan {plan_id} is {approval.decision if approval else 'not approved'}; approve it first"
     elif not dry_run and active is not None:
         gate = f"plan {plan_id} is already applied ({active.apply_id} by {active.actor}); roll it back first"
-    elif not plan.items:
+    elif not plan.changes:
         gate = f"plan {plan_id} has no changes"
     if gate is not None:
         outcome = _Outcome("refused", gate, ())
     else:
-        steps = [_Step(targets(i), i.cluster, i.current_gpus, i.proposed_gpus) for i in plan.items]
+        steps = [_Step(targets(i), i.cluster, i.current_gpus, i.proposed_gpus) for i in plan.changes]
         outcome = _execute(steps, scheduler, success="applied")
     return _record(store, plan_id, action=action, actor=actor, approval=approval, started=started, finished=clock(),
                    transport=scheduler.transport, outcome=outcome)
@@ -216,7 +216,7 @@ def apply_plan(
 def _written_target(plan: Plan, change: ChangeRecord, targets: Callable[[PlanItem], QuotaTarget]) -> QuotaTarget:
     """The object a change wrote, through the same mapping the apply used (the plan item at the change's
     position); a record that matches no item gets its target from the record alone."""
-    items = plan.items
+    items = plan.changes
     if 0 < change.seq <= len(items):
         item = items[change.seq - 1]
         if (item.kind, item.name) == (change.kind, change.name):

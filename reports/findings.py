@@ -184,7 +184,7 @@ def _from_completeness(ctx: Context) -> list[_Candidate]:
 
 
 def _from_plan(ctx: Context) -> list[_Candidate]:
-    items = ctx.frame("plan_items")
+    items = ctx.frame("plan_items").filter(pl.col("kind") != "advice")  # advice changes no scheduler
     if items.is_empty():
         return []
     params: tuple[tuple[str, Cell], ...] = (("count", Quantity(items.height, "count")),)

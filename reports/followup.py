@@ -10,6 +10,7 @@ from __future__ import annotations
 from reports.context import Context
 from reports.evidence import Evidence
 from reports.model import Cell, Column, Message, Moment, Quantity, Row, Section, Table, Term, Text
+from reports.plan_text import phrases
 from sla.followup import Assessment, assess
 
 
@@ -37,7 +38,7 @@ def _row(ctx: Context, a: Assessment) -> Row:
         ctx.value(indicator, a.after) if indicator is not None else Term("common", "none"),
         ctx.objective(indicator, a.objective) if indicator is not None else Term("common", "none"),
         _outcome(a),
-        Text(c.expected_effect or "—"),
+        phrases(c.expected_effect) if c.expected_effect else Text("—"),
     )
     who = f"applied by {c.applied_by}" + (f", approved by {c.approved_by}" if c.approved_by else "")
     pointer = f"plan={c.plan_id} apply={c.apply_id} {c.kind} {c.name}: {who}; baseline {a.baseline}"

@@ -16,7 +16,7 @@ from typing import Literal
 from zoneinfo import ZoneInfo
 
 from gpusteward.domain import Month
-from reports.model import Cell, Message, Moment, Quantity, Term, Terms, Text, Verdict
+from reports.model import Cell, Message, Moment, Phrases, Quantity, Term, Terms, Text, Verdict
 
 Lang = Literal["en", "zh"]
 LANGS: tuple[Lang, ...] = ("en", "zh")
@@ -180,6 +180,8 @@ class Formatter:
             return self.t("list.join").join(self.term(cell.group, n) for n in cell.names)
         if isinstance(cell, Moment):
             return self.moment(cell.value)
+        if isinstance(cell, Phrases):
+            return self.t(f"phrases.{cell.separator}").join(self.message(m) for m in cell.messages)
         return self.verdict(cell)
 
     def verdict(self, verdict: Verdict) -> str:

@@ -69,7 +69,15 @@ class Verdict:
     why: Literal["no_objective", "no_data"] | None = None
 
 
-Cell = Quantity | Text | Term | Terms | Moment | Verdict
+@dataclass(frozen=True)
+class Phrases:
+    """Catalogue messages written one after the other (a quota item's reasons, evidence, effects)."""
+
+    messages: tuple[Message, ...]
+    separator: Literal["sentence", "list"] = "sentence"
+
+
+Cell = Quantity | Text | Term | Terms | Moment | Verdict | Phrases
 
 
 @dataclass(frozen=True)

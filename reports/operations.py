@@ -8,6 +8,7 @@ from reports.data_text import data_text
 from reports.evidence import Evidence, ratio
 from reports.findings import line_kind
 from reports.model import Block, Cell, Column, Message, Moment, Quantity, Row, Section, Table, Term, Text
+from reports.plan_text import phrases
 from sla.protection_episodes import review_episodes
 
 
@@ -74,12 +75,14 @@ def build_quota(ctx: Context) -> Section:
             ctx.team(row["team"]),
             Term("quota_kind", row["kind"]),
             Text(str(row["name"])),
-            Quantity(current, "gpus") if current is not None else Term("common", "unlimited"),
-            Quantity(row["proposed_gpus"], "gpus"),
-            Text(row["reason"] or ""),
-            Text(row["expected_effect"] or ""),
+            (Quantity(current, "gpus") if current is not None else Term("common", "unlimited"))
+            if row["kind"] != "advice" else Text(""),
+            Quantity(row["proposed_gpus"], "gpus") if row["proposed_gpus"] is not None else Text(""),
+            phrases(row["reason"]),
+            phrases(row["expected_effect"]),
         )
-        ev = Evidence("quota_plan_items", None, None, None, f"plan={row['plan_id']} {row['evidence'] or ''}".strip())
+        detail = Message("quota.evidence", (("lines", phrases(row["evidence"], "list")),))
+        ev = Evidence("quota_plan_items", None, None, detail, f"plan={row['plan_id']}")
         rows.append(Row(cells, ctx.notes.ref(ev)))
     columns = (
         Column("col.cluster"),

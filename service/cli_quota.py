@@ -26,6 +26,10 @@ from service.cli_options import config_option, db_option, load, month_option, op
 by_option = click.option(
     "--by", "actor", default=None, help="Who does this, for the audit trail (default: the login name)."
 )
+lang_option = click.option(
+    "--lang", type=click.Choice(["en", "zh"]), default="en", show_default=True,
+    help="Language of the reasons, evidence and effects.",
+)
 
 
 def _now() -> datetime:
@@ -46,7 +50,8 @@ def quota() -> None:
 @db_option
 @month_option
 @click.option("--json", "as_json", is_flag=True, help="Print the plan as JSON.")
-def quota_plan(config_path: str | None, db_path: str | None, month: Month | None, as_json: bool) -> None:
+@lang_option
+def quota_plan(config_path: str | None, db_path: str | None, month: Month | None, as_json: bool, lang: str) -> None:
     """Recommend quota changes for a month, store the plan and print it."""
     from quota.plan import Plan, render_text
     from service.pipeline import evaluate as run_evaluation
@@ -57,14 +62,15 @@ def quota_plan(config_path: str | None, db_path: str | None, month: Month | None
         run_evaluation(wh, config, chosen)
         plans = wh.plans(chosen)
     plan = Plan.from_dict(json.loads(plans.row(-1, named=True)["body"]))
-    click.echo(plan.to_json() if as_json else render_text(plan))
+    click.echo(plan.to_json() if as_json else render_text(plan, lang))
 
 
 @quota.command("show")
 @config_option
 @db_option
 @click.argument("plan_id", required=False)
-def quota_show(config_path: str | None, db_path: str | None, plan_id: str | None) -> None:
+@lang_option
+def quota_show(config_path: str | None, db_path: str | None, plan_id: str | None, lang: str) -> None:
     """List stored plans with their state, or print one with its decision and apply history."""
     from quota.plan import Plan, render_text
     from warehouse import quota_store
@@ -82,7 +88,7 @@ def quota_show(config_path: str | None, db_path: str | None, plan_id: str | None
         state = quota_store.plan_state(wh, plan_id)
         decided = quota_store.decision(wh, plan_id)
         history = quota_store.applies(wh, plan_id)
-    click.echo(render_text(Plan.from_dict(body)), nl=False)
+    click.echo(render_text(Plan.from_dict(body), lang), nl=False)
     click.echo(f"\nstate: {state}")
     if decided is not None:
         click.echo(f"{decided.decision} by {decided.decided_by} at {decided.decided_at:%Y-%m-%d %H:%M:%S} UTC")
@@ -92,11 +98,15 @@ def quota_show(config_path: str | None, db_path: str | None, plan_id: str | None
 
 
 def _decide(config_path: str | None, db_path: str | None, plan_id: str, *, action: str, actor: str | None,
-            note: str | None) -> None:
-    from warehouse import control
+            note: str | None, lang: str = "en") -> None:
+    from quota.plan import Plan, render_text
+    from warehouse import control, quota_store
 
     config = load(config_path)
     with open_for_writing(config, db_path) as wh:
+        body = quota_store.plan_body(wh, plan_id)
+        if body is not None:  # what is decided on: the changes, their evidence and the replay's result
+            click.echo(render_text(Plan.from_dict(body), lang), err=True)
         try:
             entry = control.record(wh, _actor(actor), action, plan_id, at=_now(), reason=note)  # type: ignore[arg-type]
         except control.ControlError as exc:
@@ -111,10 +121,12 @@ def _decide(config_path: str | None, db_path: str | None, plan_id: str, *, actio
 @click.argument("plan_id")
 @by_option
 @click.option("--note", default=None, help="Why, stored with the approval.")
-def quota_approve(config_path: str | None, db_path: str | None, plan_id: str, actor: str | None,
-                  note: str | None) -> None:
-    """Approve a proposed plan (recorded with who and when; a plan is decided once)."""
-    _decide(config_path, db_path, plan_id, action="plan.approve", actor=actor, note=note)
+@lang_option
+def quota_approve(config_path: str | None, db_path: str | None, plan_id: str, *, actor: str | None,
+                  note: str | None, lang: str) -> None:
+    """Approve a proposed plan (recorded with who and when; a plan is decided once). The plan, with its
+    replayed effect, is printed first (on stderr; the record of the approval goes to stdout as JSON)."""
+    _decide(config_path, db_path, plan_id, action="plan.approve", actor=actor, note=note, lang=lang)
 
 
 @quota.command("reject")
@@ -231,3 +243,52 @@ def quota_rollback(**kwargs: Any) -> None:
     """Restore the limits an applied plan changed (refused if any was changed since)."""
     _run(kwargs, kwargs["plan_id"], rollback=True)
 
+
+
+def parse_setting(text: str) -> tuple[tuple[str, str], int]:
+    """`CLUSTER/ACCOUNT=GPUS` as ((cluster, account), gpus); a clear error for anything else."""
+    target, sep, value = text.partition("=")
+    cluster, slash, account = target.partition("/")
+    if not (sep and slash and cluster and account and value.strip().isdigit()):
+        raise click.BadParameter(f"expected CLUSTER/ACCOUNT=GPUS (e.g. west/vision=24), got {text!r}")
+    return (cluster.strip(), account.strip()), int(value)
+
+
+@quota.command("whatif")
+@config_option
+@db_option
+@month_option
+@click.option("--plan", "plan_id", default=None, help="Replay a stored plan's limit changes.")
+@click.option("--set", "settings", multiple=True, help="A limit to try, CLUSTER/ACCOUNT=GPUS (repeatable).")
+def quota_whatif(config_path: str | None, db_path: str | None, month: Month | None, plan_id: str | None,
+                 settings: tuple[str, ...]) -> None:
+    """Replay a month's jobs under other limits: a stored plan's, or your own (--set); nothing is stored."""
+    from quota.analysis import analyse, plan_replay
+    from quota.plan import Plan, replay_lines
+    from sla.common import classified_jobs, window_of
+    from sla.fairness import cluster_gpus
+    from warehouse import quota_store
+
+    changes = dict(parse_setting(s) for s in settings)
+    config = load(config_path)
+    with open_for_writing(config, db_path) as wh:
+        chosen = pick_month(wh, month)
+        if plan_id is not None:
+            body = quota_store.plan_body(wh, plan_id)
+            if body is None:
+                raise click.ClickException(f"no plan {plan_id!r}")
+            stored = Plan.from_dict(body)
+            changes = {**{(i.cluster, i.name): i.proposed_gpus for i in stored.changes
+                          if i.kind == "account" and i.proposed_gpus is not None}, **changes}
+        inputs = wh.evaluation_inputs(chosen, idle=config.idle)
+    window = window_of(inputs)
+    analysis = analyse(classified_jobs(inputs, config), inputs.quota_snapshots, config, window.start, window.end,
+                       capacity=cluster_gpus(config, inputs.gpus))
+    unknown = sorted(f"{c}/{a}" for c, a in changes if (c, a) not in analysis.limits)
+    if unknown:
+        raise click.ClickException(f"no account limit stored for {', '.join(unknown)} in {chosen}")
+    table = plan_replay(analysis, changes)
+    shown = Plan("whatif", str(chosen), datetime.now(UTC), (), replay=tuple(table.to_dicts()))
+    for (cluster, account), gpus in sorted(changes.items()):
+        click.echo(f"{cluster}/{account}: {analysis.limits[(cluster, account)]} -> {gpus} GPUs")
+    click.echo("\n".join(replay_lines(shown)))

@@ -16,15 +16,17 @@ from alerts.model import Alert, alerts_from_episodes
 from alerts.outbox import TickResult
 from gpusteward.config import Config
 from gpusteward.domain import Month
-from quota.demand import demand_of
+from quota.analysis import analyse, pending_reasons, plan_replay
 from quota.plan import Plan
 from quota.recommender import recommend
 from reports import Review, build_review, write_review
 from service.alerting import run_alert_tick
 from sla.account_rollup import account_rollup
+from sla.common import classified_jobs, window_of
+from sla.fairness import cluster_gpus
+from sla.inputs import EvaluationInputs
 from sla.month import evaluate_month
 from sla.outputs import MonthOutputs
-from sla.usage import queue_usage
 from warehouse import Warehouse
 from warehouse.quota_store import applied_changes
 
@@ -42,7 +44,7 @@ def evaluate(wh: Warehouse, config: Config, month: Month) -> MonthOutputs:
     month = month.in_zone(config.timezone)
     inputs = wh.evaluation_inputs(month, idle=config.idle)
     outputs = evaluate_month(inputs, config)
-    plan = _plan(outputs, inputs.quota_snapshots, config, queue_usage(inputs, config), demand_of(inputs, config))
+    plan = _plan(outputs, inputs, config, wh.slurm_queue(month)[0])
     wh.store_plan(
         plan.id, month, plan.created_at, plan.status, dry_run=plan.dry_run, body=plan.to_dict(), items=plan.to_frame()
     )
@@ -52,17 +54,23 @@ def evaluate(wh: Warehouse, config: Config, month: Month) -> MonthOutputs:
     return outputs
 
 
-def _plan(
-    outputs: MonthOutputs, quotas: pl.DataFrame, config: Config, usage: pl.DataFrame, demand: pl.DataFrame
-) -> Plan:
+def _plan(outputs: MonthOutputs, inputs: EvaluationInputs, config: Config, pending: pl.DataFrame) -> Plan:
     # A plan's id is derived from the changes it proposes, so re-running on the same data gives the
     # same plan instead of a pile of copies (and float noise in the inputs cannot change it).
-    draft = recommend(outputs.results, usage, quotas, config, "draft", demand=demand)
+    window = window_of(inputs)
+    # The scheduler's own pending reasons (squeue / slurmrestd snapshots) override the derived causes.
+    analysis = analyse(classified_jobs(inputs, config), inputs.quota_snapshots, config, window.start, window.end,
+                       capacity=cluster_gpus(config, inputs.gpus), reasons=pending_reasons(pending, window.start))
+    draft = recommend(analysis, outputs.results, config, "draft")
+    replay = plan_replay(analysis, {
+        (r["cluster"], r["name"]): r["proposed_gpus"]
+        for r in draft.filter(pl.col("kind") == "account").iter_rows(named=True)
+    })
     changes = draft.select("cluster", "kind", "name", "current_gpus", "proposed_gpus").sort("cluster", "kind", "name")
     digest = hashlib.sha256(f"{outputs.month}\n{changes.write_csv()}".encode()).hexdigest()[:10]
     plan_id = f"{outputs.month}-{digest}"
     items = draft.with_columns(pl.lit(plan_id).alias("plan_id"))
-    return Plan.from_frame(plan_id, str(outputs.month), datetime.now(UTC), items)
+    return Plan.from_frame(plan_id, str(outputs.month), datetime.now(UTC), items, replay)
 
 
 @dataclass(frozen=True)

@@ -1,9 +1,20 @@
-"""Fairness evaluator: each team's GPU-hours as a multiple of its entitled share of the pool.
+"""Fairness evaluator: each team's GPU use on each cluster against its entitlement of that cluster's capacity.
 
-share_over_entitlement = (team GPU-hours / GPU-hours of all configured teams) / entitled_share.
-1.0 means exactly its share. jain_index, one row for the pool, is Jain's index over those
-multiples, (sum x)^2 / (n * sum x^2): 1 when every team uses the same multiple of its share, 1/n
-when one team uses everything; it has no objective unless one is configured.
+Entitlement is per cluster: `teams.<t>.cluster_shares.<cluster>`, else the pool-wide `entitled_share`,
+times the cluster's guaranteed GPUs (its GPUs minus the inference reserve). Over a window of H hours a
+team is entitled to `entitled GPUs x H` GPU-hours there.
+
+Online inference on a cluster with an inference reserve runs on that reserve and is left out.
+
+A pool is work-conserving (Slurm lets any account run up to its GrpTRES limit on idle nodes; Kueue
+lends unused nominalQuota to the cohort): GPU-time a team holds above its entitled GPUs while no
+other team's job is pending on that cluster took nothing from anyone. That is *borrowing*, reported
+apart and never counted as over-use. Only GPU-time above the entitlement while another team waited
+on the cluster is *contended* use.
+
+share_over_entitlement = (team GPU-hours - borrowed GPU-hours, all clusters) / (entitled GPU-hours,
+all clusters). 1.0 means exactly its entitlement. jain_index, one row for the pool, is Jain's index
+over those multiples, (sum x)^2 / (n * sum x^2).
 
 Without a configured objective (any scenario's `share_over_entitlement` SLO), the objective is
 DEFAULT_OBJECTIVE: a team may use a quarter more than its share before it counts as over.
@@ -11,18 +22,34 @@ DEFAULT_OBJECTIVE: a team may use a quarter more than its share before it counts
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
+import numpy as np
 import polars as pl
 
 from gpusteward.config.schema import Config
 from gpusteward.domain import UNATTRIBUTED, Scenario
 from sla.common import ALL_SCENARIOS, classified_jobs, fmt_ratio, result_row, results_frame, slo_for, window_of
+from sla.contention import job_spans, timelines
 from sla.inputs import EvaluationInputs
-from sla.usage import queue_usage
 
 DEFAULT_OBJECTIVE = 1.25
 INDICATOR = "share_over_entitlement"
+
+CLUSTER_SHARES = pl.Schema(
+    {
+        "cluster": pl.Utf8,
+        "team": pl.Utf8,
+        "entitled_share": pl.Float64,  # of the cluster's guaranteed GPUs
+        "guaranteed_gpus": pl.Int64,  # cluster GPUs minus the inference reserve; null when unknown
+        "entitled_gpus": pl.Float64,
+        "gpu_hours": pl.Float64,  # GPU-hours held in the window
+        "borrowed_gpu_hours": pl.Float64,  # above the entitlement while no other team waited there
+        "contended_gpu_hours": pl.Float64,  # above the entitlement while another team waited there
+        "entitled_gpu_hours": pl.Float64,  # entitled GPUs x window hours
+    }
+)
 
 
 def fairness_objective(config: Config) -> float:
@@ -35,6 +62,82 @@ def fairness_objective(config: Config) -> float:
     return DEFAULT_OBJECTIVE
 
 
+def cluster_gpus(config: Config, inventory: pl.DataFrame | None = None) -> dict[str, int]:
+    """GPUs per cluster: the configured count, else the GPUs telemetry has shown there."""
+    seen: dict[str, int] = {}
+    if inventory is not None and inventory.height and "cluster" in inventory.columns:
+        seen = {str(c): int(n) for c, n in inventory.group_by("cluster").len().iter_rows() if c is not None}
+    found = dict(seen)
+    for c in config.clusters:
+        if c.gpus > 0:
+            found[c.name] = c.gpus
+    return found
+
+
+def guaranteed_capacity(config: Config, cluster: str, capacity: Mapping[str, int] | None = None) -> int | None:
+    """The cluster's GPUs minus its inference reserve; None when the GPU count is unknown."""
+    gpus = (capacity or {}).get(cluster) or next((c.gpus for c in config.clusters if c.name == cluster), 0)
+    if gpus <= 0:
+        return None
+    reserve = sum(line.min_gpus for line in config.protection.inference_reserve if line.cluster == cluster)
+    return max(0, gpus - reserve)
+
+
+def entitled_share(config: Config, team: str, cluster: str) -> float:
+    found = config.teams.get(team)
+    if found is None:
+        return 0.0
+    return found.cluster_shares.get(cluster, found.entitled_share)
+
+
+def shared_work(jobs: pl.DataFrame, config: Config) -> pl.DataFrame:
+    """The records that compete for the guaranteed GPUs: online inference on a cluster with an
+    inference reserve runs on that reserve, outside the capacity the teams' entitlements divide."""
+    reserved = sorted({line.cluster for line in config.protection.inference_reserve})
+    if not reserved or "scenario" not in jobs.columns:
+        return jobs
+    return jobs.filter(~((pl.col("scenario") == Scenario.ONLINE_INFERENCE.value) & pl.col("cluster").is_in(reserved)))
+
+
+def cluster_shares(
+    jobs: pl.DataFrame, config: Config, start: Any, end: Any, capacity: Mapping[str, int] | None = None
+) -> pl.DataFrame:
+    """CLUSTER_SHARES of classified job records over [start, end), one row per configured team and cluster."""
+    hours = max(0.0, (end - start).total_seconds() / 3600.0)
+    lines = timelines(job_spans(shared_work(jobs, config), start, end), "team")
+    clusters = sorted(set(lines) | {c.name for c in config.clusters})
+    rows: list[dict[str, Any]] = []
+    for cluster in clusters:
+        line = lines.get(cluster)
+        guaranteed = guaranteed_capacity(config, cluster, capacity)
+        for team in sorted(config.teams):
+            share = entitled_share(config, team, cluster)
+            entitled = share * guaranteed if guaranteed is not None else None
+            used = borrowed = contended = 0.0
+            if line is not None and team in line.running:
+                secs = line.seconds
+                running = line.running[team]
+                others = sum((p for t, p in line.pending.items() if t != team), line.zeros())
+                above = np.maximum(0.0, running - (entitled if entitled is not None else np.inf))
+                used = float(np.dot(running, secs)) / 3600.0
+                borrowed = float(np.dot(above * (others <= 0), secs)) / 3600.0
+                contended = float(np.dot(above * (others > 0), secs)) / 3600.0
+            rows.append({
+                "cluster": cluster, "team": team, "entitled_share": share, "guaranteed_gpus": guaranteed,
+                "entitled_gpus": entitled, "gpu_hours": used, "borrowed_gpu_hours": borrowed,
+                "contended_gpu_hours": contended,
+                "entitled_gpu_hours": entitled * hours if entitled is not None else None,
+            })
+    return pl.DataFrame(rows, schema=CLUSTER_SHARES, orient="row")
+
+
+def shares_of(inputs: EvaluationInputs, config: Config) -> pl.DataFrame:
+    """CLUSTER_SHARES of the month's job records (capacity from the config, else the GPU inventory)."""
+    window = window_of(inputs)
+    return cluster_shares(classified_jobs(inputs, config), config, window.start, window.end,
+                          cluster_gpus(config, inputs.gpus))
+
+
 class FairnessEvaluator:
     """Built-in evaluator; registered in `default_registry()` like any add-on."""
 
@@ -43,33 +146,43 @@ class FairnessEvaluator:
         return frozenset(Scenario)
 
     def evaluate(self, inputs: EvaluationInputs, config: Config) -> pl.DataFrame:
-        usage = queue_usage(inputs, config)
-        hours = dict(usage.group_by("team").agg(pl.col("gpu_hours").sum()).iter_rows())
-        records = dict(usage.group_by("team").agg(pl.col("jobs").sum()).iter_rows())
-        total = sum(hours.get(team, 0.0) for team in config.teams)
-        unattributed = hours.get(UNATTRIBUTED, 0.0)
         jobs = classified_jobs(inputs, config)
+        window = window_of(inputs)
+        shares = cluster_shares(jobs, config, window.start, window.end, cluster_gpus(config, inputs.gpus))
         known = jobs.filter(pl.col("gpus_allocated").is_not_null() | pl.col("start_time").is_null()).height
         completeness = known / jobs.height if jobs.height else None
         objective = fairness_objective(config)
-        pool = f"{total:,.0f} GPU-hours used by all teams in {window_of(inputs).hours:,.0f} hours"
+        spans = job_spans(shared_work(jobs, config), window.start, window.end)
+        unattributed = float(
+            spans.filter(pl.col("team") == UNATTRIBUTED)
+            .select(((pl.col("run_e") - pl.col("run_s")) * pl.col("gpus")).sum()).item() or 0.0
+        ) / 3600.0
+        pool = f"entitlement per cluster against its guaranteed GPUs over {window.hours:,.0f} hours"
         if unattributed:
             pool += f" ({unattributed:,.0f} more GPU-hours not attributed to any team)"
         rows: list[dict[str, Any]] = []
         for name in sorted(config.teams):
-            entitled = config.teams[name].entitled_share
-            used = hours.get(name, 0.0)
-            share = used / total if total > 0 else None
-            value = share / entitled if share is not None and entitled > 0 else None
-            evidence = (
-                f"{used:,.1f} GPU-hours, {fmt_ratio(share)} of the pool against an entitled {fmt_ratio(entitled)}"
+            mine = shares.filter(pl.col("team") == name)
+            used = float(mine["gpu_hours"].sum())
+            borrowed = float(mine["borrowed_gpu_hours"].sum())
+            contended = float(mine["contended_gpu_hours"].sum())
+            entitled = mine["entitled_gpu_hours"].drop_nulls()
+            entitled_hours = float(entitled.sum()) if entitled.len() else None
+            value = (used - borrowed) / entitled_hours if entitled_hours else None
+            per_cluster = "; ".join(
+                f"{r['cluster']} {r['gpu_hours']:,.1f} of {r['entitled_gpu_hours'] or 0:,.0f} entitled "
+                f"({fmt_ratio(r['entitled_share'])} of {r['guaranteed_gpus']} GPUs), "
+                f"{r['borrowed_gpu_hours']:,.1f} borrowed, {r['contended_gpu_hours']:,.1f} while others waited"
+                for r in mine.iter_rows(named=True) if r["guaranteed_gpus"] is not None
             )
-            if entitled <= 0:
-                evidence += " (no entitlement: any use is over)"
+            evidence = f"{used:,.1f} GPU-hours, {borrowed:,.1f} of them borrowed, {contended:,.1f} above the " \
+                f"entitlement while another team waited; {per_cluster or 'cluster capacity unknown'}"
+            if not entitled_hours:
+                evidence += " (no entitlement: any use is over)" if entitled_hours == 0 else ""
             rows.append(result_row(
                 inputs, scenario=ALL_SCENARIOS, subject_kind="team", subject=name, indicator=INDICATOR,
-                value=value, objective=objective, rows=int(records.get(name, 0)), completeness=completeness,
-                evidence=f"{evidence}; {pool}",
+                value=value, objective=objective, rows=int(jobs.filter(pl.col("team") == name).height),
+                completeness=completeness, evidence=f"{evidence}; {pool}",
             ))
         multiples = [r["value"] for r in rows if r["value"] is not None]
         squares = sum(x * x for x in multiples)

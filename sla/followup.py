@@ -8,7 +8,9 @@ Targets, read from the baseline month's SLA results:
 - a raised limit: the queue-wait results (p50, p95, longest) that missed their objective on the
   change's cluster in a queue the team waited in (`queue_team` rows; every missed queue of the cluster
   when the month has no per-team breakdown). Expected: the wait falls.
-- a lowered limit: the team's `share_over_entitlement`. Expected: the share falls.
+- a lowered limit: the team's `share_over_entitlement`. Expected: the share falls. A right-sizing cut
+  (housekeeping of a limit that never bound: the plan item's reason is `quota.reason.rightsize`) is
+  meant to move nothing: it has no target.
 
 Verdict per target: `moved` when the value went the expected way by more than `min_change` of the
 baseline value, `not_moved` otherwise, `no_data` when either month has no value, the baseline month
@@ -138,9 +140,13 @@ def _empty(change: AppliedChange, baseline: Month, why: Why) -> Assessment:
     return Assessment(change, baseline, None, None, None, None, None, None, None, None, "no_data", why)
 
 
+RIGHT_SIZING = '"key":"quota.reason.rightsize"'
+"""How a right-sizing item's reason reads in a stored plan (reports.plan_text's JSON)."""
+
+
 def _targets(change: AppliedChange, base: pl.DataFrame) -> pl.DataFrame:
     if change.direction == "lower":
-        if change.team is None:
+        if change.team is None or RIGHT_SIZING in change.reason:
             return base.clear()
         mine = base.filter(
             (pl.col("subject_kind") == "team") & (pl.col("subject") == change.team)

@@ -40,6 +40,9 @@ class TeamConfig:
     display_name: str = opt("", "name shown in reports; defaults to the team key")
     accounts: list[str] = opt([], "scheduler accounts that belong to the team")
     min_gpus: int = opt(0, "GPUs the quota recommender never goes below")
+    cluster_shares: dict[str, float] = opt(
+        {}, "entitled fraction of each named cluster's guaranteed GPUs (0..1); other clusters use entitled_share"
+    )
 
 
 @dataclass(frozen=True)
@@ -134,7 +137,9 @@ class ReportsConfig:
 @dataclass(frozen=True)
 class QuotaConfig:
     max_step: float = opt(0.25, "largest relative change of one quota in one plan")
-    business_hours: str = opt("09:00-21:00", "local hours whose demand counts double in the recommender")
+    business_hours: str = opt("09:00-21:00", "local business hours (HH:MM-HH:MM); a right-sizing cut keeps their peak")
+    headroom_gpus: int = opt(2, "GPUs above the business-hours peak a right-sizing cut keeps")
+    min_gain: float = opt(0.10, "smallest relative fall of a wait p95 the replay must show for a change to be proposed")
 
 
 @dataclass(frozen=True)

@@ -49,7 +49,16 @@ def _teams_and_rules(config: Config) -> list[str]:
             problems.append(
                 f"teams.{name}.entitled_share: expected a fraction between 0 and 1, got {team.entitled_share}"
             )
+        for cluster, share in team.cluster_shares.items():
+            if not 0.0 <= share <= 1.0:
+                problems.append(
+                    f"teams.{name}.cluster_shares.{cluster}: expected a fraction between 0 and 1, got {share}"
+                )
     total = sum(t.entitled_share for t in config.teams.values())
+    for cluster in sorted({c for t in config.teams.values() for c in t.cluster_shares}):
+        on_cluster = sum(t.cluster_shares.get(cluster, t.entitled_share) for t in config.teams.values())
+        if on_cluster > 1.0 + 1e-9:
+            problems.append(f"teams: entitled shares of cluster {cluster} add up to {on_cluster:.2f}, more than 1.0")
     if total > 1.0 + 1e-9:
         problems.append(f"teams: entitled shares add up to {total:.2f}, more than the whole pool (1.0)")
     for i, rule in enumerate(config.rules):

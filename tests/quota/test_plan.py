@@ -69,3 +69,38 @@ def test_render_empty_plan() -> None:
     plan = Plan("q", "2026-03", CREATED, ())
     assert render_text(plan).endswith("No quota changes recommended.\n")
     assert PlanItem("c", "account", "n", "t", None, 3, "", "", "").change is None
+
+
+def _said(key: str, **params: object) -> str:
+    return json.dumps([{"key": key, "params": {k: ({"q": v, "kind": "gpus"} if isinstance(v, int) else {"t": v})
+                                               for k, v in params.items()}}])
+
+
+def test_catalogue_texts_are_written_in_the_asked_language_with_the_replay_and_advice_apart() -> None:
+    items = pl.DataFrame([
+        {"plan_id": "q", "cluster": "east", "kind": "account", "name": "vision", "team": "vision",
+         "current_gpus": 28, "proposed_gpus": 21, "reason": _said("quota.reason.rightsize", team="vision",
+                                                                  cluster="east"),
+         "evidence": _said("quota.evidence.change", current=28, proposed=21),
+         "expected_effect": _said("quota.effect.rightsize", team="vision", cluster="east", freed=7)},
+        {"plan_id": "q", "cluster": "west", "kind": "advice", "name": "west/eval", "team": "nlp",
+         "current_gpus": None, "proposed_gpus": None, "reason": _said("quota.advice.capacity", queue="west/eval",
+                                                                      cluster="west"),
+         "evidence": "", "expected_effect": ""},
+    ], schema=QUOTA_PLAN_ITEMS, orient="row")
+    replay = pl.DataFrame([{"cluster": "east", "group": "team", "subject": "vision", "jobs": 10,
+                            "observed_p50_s": 0.0, "observed_p95_s": 600.0, "observed_gpu_hours": 5.0,
+                            "current_p50_s": 0.0, "current_p95_s": 660.0, "current_gpu_hours": 5.0,
+                            "plan_p50_s": 0.0, "plan_p95_s": 660.0, "plan_gpu_hours": 5.0}])
+    plan = Plan.from_frame("q", "2026-03", CREATED, items, replay)
+    assert [i.name for i in plan.changes] == ["vision"]  # advice is never written to a scheduler
+    assert Plan.from_dict(json.loads(plan.to_json())) == plan
+    en = render_text(plan)
+    assert "1. Right-size vision's GPU limit on east: the limit never bound." in en
+    assert "   evidence: limit 28 GPUs → 21 GPUs" in en
+    assert "2  west     advice   west/eval  nlp" in en
+    row = "east     vision    10           10m             11m       11m              0s        0s          5           5"  # noqa: E501
+    assert row in en
+    zh = render_text(plan, "zh")
+    assert "1. 收紧 vision 在 east 上的 GPU 上限：该上限从未生效。" in zh
+    assert "east 的超额分配减少 7 块 GPU" in zh

@@ -92,3 +92,10 @@ def test_applied_at_is_read_in_utc_when_aware() -> None:
     assert due([aware], MONTH) == [aware]
     assert APPLIED_AT.tzinfo is None
     assert Month.of(APPLIED_AT.replace(tzinfo=UTC)) == Month(2026, 10)
+
+
+def test_a_right_sizing_cut_is_housekeeping_with_nothing_to_move() -> None:
+    reason = '[{"key":"quota.reason.rightsize","params":{"team":{"t":"vision"},"cluster":{"t":"east"}}}]'
+    housekeeping = dataclasses.replace(lowered(), reason=reason)
+    found = assess(MONTH, demo_outputs().results, [housekeeping], [baseline_outputs()])
+    assert [(a.verdict, a.why) for a in found] == [("no_data", "no_target")]

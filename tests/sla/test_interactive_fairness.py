@@ -59,23 +59,67 @@ def test_interactive_time_to_gpu_and_idle_hours_per_team() -> None:
     assert set(out["scenario"].to_list()) == {"interactive"}
 
 
-def test_fairness_share_over_entitlement() -> None:
+def test_fairness_measures_use_against_the_clusters_capacity() -> None:
+    # east: 16 GPUs; nlp is entitled to 8, vision to 4.8. March has 744 hours.
     jobs = [
-        job(1, start=0, end=60, gpus=6),  # nlp: 6 GPU-hours
+        job(1, start=0, end=60, gpus=6),  # nlp: 6 GPU-hours, within its 8 GPUs
         job(2, account="vision", start=0, end=60, gpus=4),  # vision: 4 GPU-hours
         job(3, account="nobody", start=0, end=60, gpus=5),  # unattributed: not a team
     ]
     out = FairnessEvaluator().evaluate(inputs(jobs=jobs), config())
     nlp = _row(out, "share_over_entitlement", "nlp")
-    assert nlp["value"] == pytest.approx(0.6 / 0.5)
+    assert nlp["value"] == pytest.approx(6 / (8 * 744))
     assert nlp["objective"] == DEFAULT_OBJECTIVE
     assert nlp["met"] is True
     vision = _row(out, "share_over_entitlement", "vision")
-    assert vision["value"] == pytest.approx(0.4 / 0.3)
-    assert vision["met"] is False
+    assert vision["value"] == pytest.approx(4 / (0.3 * 16 * 744))
     assert vision["scenario"] == "all"
     assert vision["subject_kind"] == "team"
     assert "5 more GPU-hours not attributed to any team" in vision["evidence"]
+
+
+def test_soaking_up_idle_gpus_while_nobody_waits_is_borrowing_not_over_use() -> None:
+    # vision (entitled 4.8 GPUs) holds all 16 GPUs for the whole month; nobody else asks for any.
+    jobs = [job(1, account="vision", start=0, end=744 * 60, gpus=16)]
+    out = FairnessEvaluator().evaluate(inputs(jobs=jobs), config())
+    vision = _row(out, "share_over_entitlement", "vision")
+    assert vision["value"] == pytest.approx(4.8 / 4.8)  # only the entitled part counts
+    assert vision["met"] is True
+    assert "8,332.8 of them borrowed" in vision["evidence"]
+
+
+def test_holding_more_than_the_entitlement_while_another_team_waits_is_over_use() -> None:
+    # vision holds 16 GPUs for the month while an nlp job waits the whole time.
+    jobs = [
+        job(1, account="vision", start=0, end=744 * 60, gpus=16),
+        job(2, account="nlp", submit=0, start=None, end=None, gpus=1),
+    ]
+    out = FairnessEvaluator().evaluate(inputs(jobs=jobs), config())
+    vision = _row(out, "share_over_entitlement", "vision")
+    assert vision["value"] == pytest.approx(16 / 4.8)
+    assert vision["met"] is False
+    assert "8,332.8 above the entitlement while another team waited" in vision["evidence"]
+
+
+def test_per_cluster_shares_override_the_pool_wide_share() -> None:
+    cfg = config("\n[teams.vision.cluster_shares]\neast = 0.5\n")
+    jobs = [
+        job(1, account="vision", start=0, end=744 * 60, gpus=16),
+        job(2, account="nlp", submit=0, start=None, end=None, gpus=1),
+    ]
+    vision = _row(FairnessEvaluator().evaluate(inputs(jobs=jobs), cfg), "share_over_entitlement", "vision")
+    assert vision["value"] == pytest.approx(16 / 8)
+
+
+def test_online_inference_on_a_reserved_cluster_is_outside_the_shared_capacity() -> None:
+    cfg = config('\n[[protection.inference_reserve]]\ncluster = "east"\nmin_gpus = 6\n')
+    jobs = [
+        job(1, partition="infer", account="vision", start=0, end=744 * 60, gpus=6),
+        job(2, account="vision", start=0, end=744 * 60, gpus=3),
+        job(3, account="nlp", submit=0, start=None, end=None, gpus=1),
+    ]
+    vision = _row(FairnessEvaluator().evaluate(inputs(jobs=jobs), cfg), "share_over_entitlement", "vision")
+    assert vision["value"] == pytest.approx(3 / (0.3 * 10))
 
 
 def test_fairness_objective_from_config() -> None:
@@ -87,4 +131,4 @@ def test_fairness_objective_from_config() -> None:
 def test_fairness_counts_only_the_part_inside_the_month() -> None:
     jobs = [job(1, start=-60, end=60, gpus=1), job(2, account="vision", start=0, end=60, gpus=1)]
     out = FairnessEvaluator().evaluate(inputs(jobs=jobs), config())
-    assert _row(out, "share_over_entitlement", "nlp")["value"] == pytest.approx(0.5 / 0.5)
+    assert _row(out, "share_over_entitlement", "nlp")["value"] == pytest.approx(1 / (8 * 744))

@@ -1,0 +1,170 @@
+"""The month as the recommender sees it (pure): limits, shares, wait causes, binding, and the replay baseline."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from datetime import datetime
+
+import polars as pl
+
+from gpusteward.config.schema import Config
+from quota.binding import binding, business_cuts, in_business
+from quota.replay import Limits, outcomes, replay, replay_jobs
+from quota.waits import Scheduler, wait_causes
+from sla.contention import job_spans, timelines
+from sla.fairness import cluster_shares, guaranteed_capacity
+
+
+def pending_reasons(pending: pl.DataFrame | None, start: datetime) -> pl.DataFrame | None:
+    """PENDING_JOBS snapshots (squeue / slurmrestd, with Slurm's reason) as the `reasons` frame of
+    quota.waits.wait_causes: cluster, job_id, ts_s (seconds after the window's start), reason."""
+    if pending is None or pending.is_empty():
+        return None
+    origin = pl.lit(start, dtype=pl.Datetime("us"))
+    return pending.select(
+        "cluster", "job_id", ((pl.col("ts") - origin).dt.total_microseconds() / 1e6).alias("ts_s"), "reason",
+    ).filter(pl.col("reason").is_not_null())
+
+
+def latest_quotas(quotas: pl.DataFrame, kind: str = "account") -> pl.DataFrame:
+    """The latest row per (cluster, name) of one kind of QUOTA_SNAPSHOTS."""
+    return (
+        quotas.filter(pl.col("kind") == kind)
+        .sort("ts")
+        .group_by("cluster", "name")
+        .agg(pl.col("gpu_limit").last(), pl.col("priority").last())
+        .sort("cluster", "name")
+    )
+
+
+def qos_priorities(quotas: pl.DataFrame, spans: pl.DataFrame) -> dict[tuple[str, str], int]:
+    """Each (cluster, QOS)'s priority: the QOS's own (sacctmgr show qos Priority) where the snapshots
+    hold it, else the median priority of its jobs (Slurm's multifactor priority weighs the QOS in)."""
+    found = {(r["cluster"], r["name"]): int(r["priority"]) for r in latest_quotas(quotas, "qos").iter_rows(named=True)
+             if r["priority"] is not None}
+    seen = spans.filter(pl.col("qos").is_not_null() & pl.col("priority").is_not_null()).group_by("cluster", "qos").agg(
+        pl.col("priority").median())
+    for r in seen.iter_rows(named=True):
+        found.setdefault((r["cluster"], r["qos"]), int(r["priority"]))
+    return found
+
+
+@dataclass(frozen=True)
+class MonthAnalysis:
+    """Everything the rules read; `baseline` is the replay under the current limits."""
+
+    length_s: float
+    gpus: dict[str, int]  # cluster GPUs (all, the inference reserve included)
+    guaranteed: dict[str, int]  # cluster GPUs minus the inference reserve
+    limits: dict[tuple[str, str], int | None]
+    qos_priority: dict[tuple[str, str], int]
+    shares: pl.DataFrame  # sla.fairness.CLUSTER_SHARES
+    waits: pl.DataFrame  # quota.waits.WAIT_CAUSES
+    binding: pl.DataFrame  # quota.binding.BINDING
+    jobs: pl.DataFrame  # quota.replay.REPLAY_JOBS
+    observed: pl.DataFrame  # quota.replay.OUTCOMES of the recorded starts
+    baseline: pl.DataFrame  # REPLAY_JOBS plus replayed_start_s under the current limits
+    current: pl.DataFrame  # OUTCOMES of the baseline
+
+    def replay_with(self, limits: Limits, clusters: set[str] | None = None) -> pl.DataFrame:
+        """OUTCOMES of the replay under `limits` (only `clusters`, when given)."""
+        gpus = {c: n for c, n in self.gpus.items() if clusters is None or c in clusters}
+        jobs = self.jobs if clusters is None else self.jobs.filter(pl.col("cluster").is_in(sorted(clusters)))
+        return outcomes(replay(jobs, gpus, limits), "replayed_start_s", self.length_s)
+
+
+def analyse(
+    jobs: pl.DataFrame,
+    quotas: pl.DataFrame,
+    config: Config,
+    start: datetime,
+    end: datetime,
+    *,
+    capacity: Mapping[str, int] | None = None,
+    reasons: pl.DataFrame | None = None,
+) -> MonthAnalysis:
+    """jobs: classified job records (JOBS plus scenario and team); quotas: QUOTA_SNAPSHOTS; capacity:
+    GPUs per cluster overriding the config; reasons: pending snapshots (quota.waits.wait_causes)."""
+    length = max(0.0, (end - start).total_seconds())
+    spans = job_spans(jobs, start, end)
+    accounts = latest_quotas(quotas)
+    limits = {(r["cluster"], r["name"]): r["gpu_limit"] for r in accounts.iter_rows(named=True)}
+    qos_priority = qos_priorities(quotas, spans)
+    seen = {c for c in spans["cluster"].unique().to_list() if c is not None}
+    clusters = sorted(seen | {c.name for c in config.clusters})
+    gpus = {c: n for c in clusters if (n := (capacity or {}).get(c) or next(
+        (k.gpus for k in config.clusters if k.name == c), 0)) > 0}
+    guaranteed = {c: g for c in gpus if (g := guaranteed_capacity(config, c, gpus)) is not None}
+    zones = {c.name: c.timezone for c in config.clusters}
+    cuts = {c: business_cuts(start, end, zones.get(c, "UTC"), config.quota.business_hours) for c in clusters}
+    edges = {c: k[0] for c, k in cuts.items()}
+    by_account = timelines(spans, "account", edges)
+    holders = spans.with_columns(pl.concat_str(pl.col("qos").fill_null("?"), pl.lit("/"), pl.col("team").fill_null("?"))
+                                 .alias("holder"))
+    by_qos = timelines(holders, "holder", edges)  # the same pieces as by_account: waits index both alike
+    schedulers = {
+        c: Scheduler(gpus.get(c), {a: v for (k, a), v in limits.items() if k == c},
+                     {q: p for (k, q), p in qos_priority.items() if k == c})
+        for c in clusters
+    }
+    waits = wait_causes(spans, by_account, by_qos, schedulers, reasons)
+    business = {c: in_business(line, *cuts[c]) for c, line in by_account.items()}
+    bound = binding(by_account, limits, waits, business)
+    shares = cluster_shares(jobs, config, start, end, gpus)
+    replayed = replay_jobs(spans, qos_priority, length)
+    observed = outcomes(replayed, "observed_start_s", length)
+    baseline = replay(replayed, gpus, limits)
+    current = outcomes(baseline, "replayed_start_s", length)
+    return MonthAnalysis(length, gpus, guaranteed, limits, qos_priority, shares, waits, bound, replayed, observed,
+                         baseline, current)
+
+
+def wait_percentiles(waits: pl.DataFrame) -> pl.DataFrame:
+    """Observed waits per (cluster, queue, team): p50, p95, max of the records that waited inside the window."""
+    return waits.group_by("cluster", "queue", "team").agg(
+        pl.col("wait_s").quantile(0.5, interpolation="linear").alias("wait_p50_s"),
+        pl.col("wait_s").quantile(0.95, interpolation="linear").alias("wait_p95_s"),
+        pl.col("wait_s").max().alias("wait_max_s"),
+        pl.len().alias("waited"),
+    )
+
+
+
+PLAN_REPLAY = pl.Schema(
+    {
+        "cluster": pl.Utf8,
+        "group": pl.Utf8,  # team | queue
+        "subject": pl.Utf8,
+        "jobs": pl.Int64,
+        "observed_p50_s": pl.Float64,
+        "observed_p95_s": pl.Float64,
+        "observed_gpu_hours": pl.Float64,
+        "current_p50_s": pl.Float64,  # replay under the current limits (its gap to observed: calibration)
+        "current_p95_s": pl.Float64,
+        "current_gpu_hours": pl.Float64,
+        "plan_p50_s": pl.Float64,  # replay under the plan
+        "plan_p95_s": pl.Float64,
+        "plan_gpu_hours": pl.Float64,
+    }
+)
+
+
+def plan_replay(analysis: MonthAnalysis, changes: Mapping[tuple[str, str], int]) -> pl.DataFrame:
+    """PLAN_REPLAY: per cluster, team and queue, observed against the replay under current limits and
+    under the plan's (cluster, account) -> limit changes."""
+    limits = dict(analysis.limits)
+    limits.update(changes)
+    planned = analysis.replay_with(limits)
+    keys = ["cluster", "group", "subject"]
+
+    def named(frame: pl.DataFrame, prefix: str) -> pl.DataFrame:
+        return frame.select(*keys, *([] if prefix != "observed" else ["jobs"]),
+                            pl.col("wait_p50_s").alias(f"{prefix}_p50_s"),
+                            pl.col("wait_p95_s").alias(f"{prefix}_p95_s"),
+                            pl.col("gpu_hours").alias(f"{prefix}_gpu_hours"))
+
+    out = named(analysis.observed, "observed").join(named(analysis.current, "current"), on=keys, how="full",
+                                                     coalesce=True)
+    out = out.join(named(planned, "plan"), on=keys, how="full", coalesce=True)
+    return out.select([pl.col(n).cast(t) for n, t in PLAN_REPLAY.items()]).sort(keys)
