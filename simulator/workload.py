@@ -43,7 +43,7 @@ _FAIL = {
     "train": 0.26,
     "bigrun": 0.1,
     "urgent": 0.05,
-    "finetune": 0.24,
+    "finetune": 0.2,
     "eval": 0.28,
     "sweep": 0.15,
     "batch": 0.15,
@@ -166,7 +166,7 @@ def outcome(
         return work_s, ("CANCELLED" if rng.random() < 0.12 else "COMPLETED"), (0, 0)
     u = rng.random()
     p_fail = _FAIL[kind]
-    p_cancel = 0.07 + 0.4 * min(1.0, max(0.0, math.log10(max(work_s, 1) / 300) / 2.5))
+    p_cancel = 0.07 + 0.3 * min(1.0, max(0.0, math.log10(max(work_s, 1) / 300) / 2.5))
     if u < p_fail:
         cause = failure_cause(rng, gpus)
         share = rng.uniform(0.1, 1.0) if cause == NCCL_ABORT else rng.beta(0.7, 3.0)

@@ -70,7 +70,8 @@ class QueueWaitLine:
                 .with_columns(
                     (pl.col("_ready") + pl.duration(microseconds=(pl.col("limit_s") * 1e6).cast(pl.Int64)))
                     .alias("start"),
-                    pl.min_horizontal(pl.col("start_time").fill_null(pl.lit(window.end)), pl.lit(window.end))
+                    # A job cancelled while pending waited until it was cancelled, not until the window's end.
+                    pl.min_horizontal(pl.coalesce("start_time", "end_time", pl.lit(window.end)), pl.lit(window.end))
                     .alias("end"),
                 )
                 .with_columns(pl.max_horizontal("start", pl.lit(window.start)).alias("start"))

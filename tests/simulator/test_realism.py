@@ -90,9 +90,10 @@ def test_the_demo_month_falls_inside_the_published_ranges(month: dict[str, float
 
 @pytest.mark.slow
 def test_the_demo_months_utilisation_is_within_ks_distance_of_acme(month: dict[str, float]) -> None:
+    # Within 0.15 of the nearer of Seren and Kalos: the two differ by 0.36 in frame-buffer use (medians
+    # 39% and 75%), so no distribution is within 0.15 of both (docs/simulator.md, "Realism").
+    assert month["ks_gpu_util_nearest"] <= KS_LIMIT
     assert month["ks_sm_active_nearest"] <= KS_LIMIT
     assert month["ks_fb_used_nearest"] <= KS_LIMIT
-    # GPU_UTIL's remaining distance is the share of samples at 0: a third of the non-serving GPUs
-    # hold no job in the demo month, a quarter in Acme's (docs/simulator.md, "Realism").
-    assert month["ks_gpu_util_nearest"] <= 0.2
+    assert max(month[f"ks_{m}_{c}"] for m in ("gpu_util", "sm_active") for c in ("seren", "kalos")) <= 0.25
     assert month["gpu_util_median_held"] >= 95  # a held GPU computes most of the time (Acme median 98-99)
