@@ -192,8 +192,8 @@ def compare(ours: Answers, theirs: Answers) -> dict[str, Any]:
 
 
 def _setup(work: Path, days: int, nodes: int) -> tuple[Path, Path, dict[str, float]]:
-    from service.importer import import_files
-    from simulator import simulate
+    from service.importer import ignore_patterns, import_files
+    from simulator import IMPORT_IGNORE, simulate
 
     data = work / "data"
     spent: dict[str, float] = {}
@@ -203,7 +203,7 @@ def _setup(work: Path, days: int, nodes: int) -> tuple[Path, Path, dict[str, flo
     db = work / "bench.duckdb"
     started = time.perf_counter()
     with open_warehouse(db) as wh:
-        import_files(wh, [data])
+        import_files(wh, [data], ignore=ignore_patterns(None, IMPORT_IGNORE))
     spent["import_s"] = time.perf_counter() - started
     tsdb = work / "tsdb"
     scratch = work / "scratch"

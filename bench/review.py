@@ -32,15 +32,15 @@ MONTH = Month(2026, 10)
 
 
 def _setup(work: Path, days: int) -> Path:
-    from service.importer import import_files
-    from simulator import simulate
+    from service.importer import ignore_patterns, import_files
+    from simulator import IMPORT_IGNORE, simulate
     from warehouse import open_warehouse
 
     data = work / "data"
     simulate(data, date(2026, 10, 1), days, 7)
     db = work / "bench.duckdb"
     with open_warehouse(db) as wh:
-        import_files(wh, [data])
+        import_files(wh, [data], ignore=ignore_patterns(None, IMPORT_IGNORE))
     return db
 
 

@@ -65,11 +65,12 @@ def _simulate(out: str, nodes: int, days: int) -> int:
 
 
 def _import(db: str, data: str) -> dict[str, int]:
-    from service.importer import import_files
+    from service.importer import ignore_patterns, import_files
+    from simulator import IMPORT_IGNORE
     from warehouse import open_warehouse
 
     with open_warehouse(Path(db)) as wh:
-        summary = import_files(wh, [Path(data)])
+        summary = import_files(wh, [Path(data)], ignore=ignore_patterns(None, IMPORT_IGNORE))
         return {"gpu_minutes": wh.count("gpu_minutes"), "jobs": wh.count("jobs"), "files": summary.files_ok}
 
 

@@ -22,7 +22,7 @@ from datetime import UTC, datetime
 import polars as pl
 
 from collectors.batch import CollectedBatch, Problem
-from collectors.dcgm import BLANK_THRESHOLD, identify
+from collectors.dcgm import BLANK_CEILING, BLANK_THRESHOLD, identify, refuse_implausible
 from collectors.promapi import CLOSED, PromClient
 from collectors.samples import Series
 from gpusteward import tables
@@ -96,12 +96,14 @@ def gpu_minutes_between(
     rows: dict[str, list[object]] = {k: [] for k in ("cluster", "host", "gpu", "uuid", "model_name", "job_id")}
     rows |= {"ts_ms": [], "column": [], "fn": [], "value": []}
     skipped = 0
+    reasons: set[str] = set()
     for column, fn, query in queries(window, selector):
         name = FIELDS[column][0]
         for series in client.query_range(query, first, last, 60):
             who = identify(Series(name, series.labels, name, "gauge"), default_cluster)
-            if who is None:
+            if isinstance(who, str):
                 skipped += len(series.values)
+                reasons.add(who)
                 continue
             n = len(series.values)
             for key, val in (
@@ -118,11 +120,14 @@ def gpu_minutes_between(
             rows["ts_ms"].extend(t - (MINUTE_MS - 1) for t in series.times_ms)
             rows["value"].extend(series.values)
     if skipped:
-        batch.problems.append(Problem(batch.source, f"{skipped} points of series without gpu and host labels skipped"))
+        why = "; ".join(sorted(reasons))
+        batch.problems.append(Problem(batch.source, f"{skipped} points of series skipped: series {why}"))
     long = pl.DataFrame(rows, schema=_LONG)
     # NaN and DCGM's blank sentinel are missing values, as in the file path.
-    long = long.filter(pl.col("value").is_not_nan() & (pl.col("value") < BLANK_THRESHOLD))
-    batch.add("gpu_minutes", _assemble(long))
+    long = long.filter(pl.col("value").is_not_nan() & ~pl.col("value").is_between(BLANK_THRESHOLD, BLANK_CEILING))
+    minutes, problems = refuse_implausible(_assemble(long), batch.source)
+    batch.add("gpu_minutes", minutes)
+    batch.problems.extend(problems)
     return batch
 
 

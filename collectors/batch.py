@@ -49,4 +49,6 @@ TABLE_SCHEMAS: dict[str, pl.Schema] = {
     "inference_windows": tables.INFERENCE_WINDOWS,
     "quota_snapshots": tables.QUOTA_SNAPSHOTS,
     "quota_usage": tables.QUOTA_USAGE,
+    "account_tree": tables.ACCOUNT_TREE,
+    "pending_jobs": tables.PENDING_JOBS,
 }

@@ -4,13 +4,15 @@ Per column rollups (see `gpusteward.tables.GPU_MINUTES`): utilisation, graphics-
 and power are the mean over the minute; framebuffer used and temperature the maximum; framebuffer
 free and the energy counter the last value; the XID the last non-zero value (else null).
 
-Missing is missing: NaN values and DCGM's blank sentinels (at or above 9223372036854775792, what
-older exporters print for an unsupported field) are dropped before the rollup, and a minute in
-which a GPU has no usable sample has no row.
+Missing is missing: DCGM's blank sentinels (9223372036854775792 up to 2^63, what older exporters
+print for an unsupported field) are dropped before the rollup, and a minute in which a GPU has no
+usable sample has no row. NaN and infinite values, values outside a field's physical range
+(`RANGES`) and times outside the reader's window are refused with a problem each.
 """
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -21,8 +23,10 @@ import polars as pl
 
 from collectors.batch import Problem
 from collectors.numbers import NO_TIMESTAMP
+from collectors.plausible import Range, TimeWindow, first_text, out_of_range
 from collectors.samples import Samples, Series
 from gpusteward import tables
+from gpusteward.errors import InputError
 
 # Field -> column, for dcgm-exporter's names and its 1.x names (--use-old-namespace).
 _FIELDS = {
@@ -55,8 +59,22 @@ ROLLUPS: dict[str, str] = {
     "xid": "last_nonzero",
 }
 _COLUMNS = list(ROLLUPS)
-BLANK_THRESHOLD = 9223372036854775792.0  # DCGM_INT64_BLANK and the sentinels above it
+BLANK_THRESHOLD = 9223372036854775792.0  # DCGM_INT64_BLANK and the sentinels above it, up to 2^63
+BLANK_CEILING = float(2**63)
 MIG_GPU_BASE = 1000  # a MIG instance is gpu 1000 + 100 * device index + GPU_I_ID
+MIG_SLOTS = 100  # GPU_I_ID 0..99 (NVML numbers at most 7 instances per GPU, ids below 15 seen)
+MAX_GPU_INDEX = 255  # device index: nodes hold 8 or 16 GPUs; 255 keeps every MIG number below 32767
+# Physical range of each column (docs/collectors.md, "Validation"); a value outside is refused.
+RANGES: dict[str, Range] = {
+    "gpu_util": Range(0, 100, "%", "DCGM_FI_DEV_GPU_UTIL is a percentage"),
+    "gr_engine_active": Range(0, 1, "(ratio)", "DCGM_FI_PROF_* fields are ratios of time"),
+    "fb_used_mib": Range(0, 1 << 20, "MiB", "no GPU has 1 TiB of framebuffer (H200: 141 GB, B300: 288 GB)"),
+    "fb_free_mib": Range(0, 1 << 20, "MiB", "as fb_used_mib"),
+    "power_w": Range(0, 5000, "W", "the largest boards draw about 1,200 W; negative power is a sensor fault"),
+    "temp_c": Range(-40, 150, "C", "GPUs shut down near 100 C; below -40 C no data centre runs"),
+    "energy_mj": Range(0, math.inf, "mJ", "a counter since boot never goes below 0"),
+    "xid": Range(0, 65535, "", "XID codes are small positive integers; 0 means none"),
+}
 
 
 def is_dcgm(series: Series) -> bool:
@@ -75,25 +93,25 @@ class GpuIdentity:
     job_id: str | None
 
 
-def identify(series: Series, default_cluster: str) -> GpuIdentity | None:
-    """The GPU (or MIG instance) a dcgm-exporter series describes, or None without host/gpu labels."""
+def identify(series: Series, default_cluster: str) -> GpuIdentity | str:
+    """The GPU (or MIG instance) a dcgm-exporter series describes, or why it cannot be one."""
     labels = series.label_dict
     host = labels.get("Hostname") or labels.get("hostname") or _host_of(labels.get("instance"))
-    try:
-        gpu = int(labels["gpu"])
-    except (KeyError, ValueError):
-        return None
-    if not host:
-        return None
+    if "gpu" not in labels or not host:
+        return "without gpu and host labels"
+    gpu = _index(labels["gpu"], "gpu", MAX_GPU_INDEX)
+    if isinstance(gpu, str):
+        return gpu
     uuid = labels.get("UUID") or labels.get("uuid") or None
     model = labels.get("modelName") or None
-    gi = labels.get("GPU_I_ID") or ""
-    if gi:
-        # A MIG instance is its own row: the table's key is (cluster, host, gpu, ts).
-        try:
-            gpu = MIG_GPU_BASE + 100 * gpu + int(gi)
-        except ValueError:
-            return None
+    gi_label = labels.get("GPU_I_ID") or ""
+    if gi_label:
+        # A MIG instance is its own row: the table's key is (cluster, host, gpu, ts). With the
+        # device below 256 and the instance below 100 no two instances share a number.
+        gi = _index(gi_label, "GPU_I_ID", MIG_SLOTS - 1)
+        if isinstance(gi, str):
+            return gi
+        gpu = MIG_GPU_BASE + MIG_SLOTS * gpu + gi
         uuid = f"{uuid}/{gi}" if uuid else None
         profile = labels.get("GPU_I_PROFILE") or ""
         model = f"{model} MIG {profile}".strip() if model else None
@@ -104,6 +122,16 @@ def identify(series: Series, default_cluster: str) -> GpuIdentity | None:
         job = f"{namespace}/{pod}" if namespace and pod else None
     cluster = labels.get("cluster") or default_cluster
     return GpuIdentity(cluster, host, gpu, uuid, model, job)
+
+
+def _index(text: str, label: str, highest: int) -> int | str:
+    """A small non-negative integer label, or why it is not one."""
+    if not text.isascii() or not text.isdigit():
+        return f"whose {label} label {text[:40]!r} is not an integer"
+    value = int(text)
+    if value > highest:
+        return f"whose {label} label {text[:40]!r} is outside 0..{highest}"
+    return value
 
 
 def _host_of(instance: str | None) -> str | None:
@@ -127,7 +155,8 @@ class GpuIndex:
         self.jobs: dict[str, int] = {}
         self.resolved = np.zeros(0, dtype=np.bool_)
         self.metric_of = np.zeros(0, dtype=np.int8)  # -1: not a GPU_MINUTES field, or no GPU labels
-        self.unlabelled_of = np.zeros(0, dtype=np.bool_)
+        self.refused_of = np.zeros(0, dtype=np.int32)  # -1, or why the labels name no GPU: reasons[i]
+        self.reasons: list[str] = []
         self.gpu_of = np.zeros(0, dtype=np.int32)
         self.dev_of = np.zeros(0, dtype=np.int32)
         self.job_of = np.zeros(0, dtype=np.int32)
@@ -144,8 +173,10 @@ class GpuIndex:
             if column is None:
                 continue
             who = identify(series[s], self.default_cluster)
-            if who is None:
-                self.unlabelled_of[s] = True
+            if isinstance(who, str):
+                if who not in self.reasons:
+                    self.reasons.append(who)
+                self.refused_of[s] = self.reasons.index(who)
                 continue
             self.metric_of[s] = _COLUMNS.index(column)
             self.gpu_of[s] = self.gpus.setdefault((who.cluster, who.host, who.gpu), len(self.gpus))
@@ -166,7 +197,7 @@ class GpuIndex:
 
         self.resolved = grown(self.resolved, 0)
         self.metric_of = grown(self.metric_of, -1)
-        self.unlabelled_of = grown(self.unlabelled_of, 0)
+        self.refused_of = grown(self.refused_of, -1)
         self.gpu_of = grown(self.gpu_of, 0)
         self.dev_of = grown(self.dev_of, 0)
         self.job_of = grown(self.job_of, -1)
@@ -179,11 +210,14 @@ def gpu_minutes(
     source: str,
     scrape_ts_ms: int | None = None,
     index: GpuIndex | None = None,
+    window: TimeWindow | None = None,
 ) -> tuple[pl.DataFrame, list[Problem]]:
     """Roll the DCGM samples up to GPU-minutes. Samples without a timestamp take `scrape_ts_ms`.
 
     Pass the same `index` (built for `default_cluster`) with every batch parsed with one series
-    cache, so each series' labels are read once.
+    cache, so each series' labels are read once. Samples outside `window`, values outside their
+    field's physical range (`RANGES`) and NaN or infinite values are refused, each rule with one
+    problem; when every timed sample is outside the window the input is refused (InputError).
     """
     problems: list[Problem] = []
     sid, value, ts = samples.arrays()
@@ -194,17 +228,26 @@ def gpu_minutes(
     elif index.default_cluster != default_cluster:
         raise ValueError(f"the GPU index is for cluster {index.default_cluster!r}, not {default_cluster!r}")
     index.update(samples.series, sid)
-    unlabelled = int(np.count_nonzero(index.unlabelled_of[sid]))
-    if unlabelled:
-        problems.append(Problem(source, f"{unlabelled} DCGM samples without gpu and host labels were skipped"))
+    refused = index.refused_of[sid]
+    for i, reason in enumerate(index.reasons):
+        n = int(np.count_nonzero(refused == i))
+        if n:
+            problems.append(Problem(source, f"{n} DCGM samples {reason} were skipped"))
 
     metric = index.metric_of[sid]
     if scrape_ts_ms is not None:
         ts = np.where(ts == NO_TIMESTAMP, scrape_ts_ms, ts)
-    untimed = (ts == NO_TIMESTAMP) & (metric >= 0)
+    fields = metric >= 0
+    untimed = (ts == NO_TIMESTAMP) & fields
     if untimed.any():
         problems.append(Problem(source, f"{int(untimed.sum())} DCGM samples without a timestamp were skipped"))
-    keep = (metric >= 0) & ~untimed & np.isfinite(value) & (value < BLANK_THRESHOLD)
+    blank = (value >= BLANK_THRESHOLD) & (value <= BLANK_CEILING)
+    keep = fields & ~untimed & ~blank
+    keep &= _in_window(ts, keep, window, source, problems)
+    keep &= _plausible(metric, value, keep, source, problems)
+    finite = np.isfinite(value)
+    _note_non_finite(index, sid, ts, keep, finite, source, problems)
+    keep &= finite
     kept = sid[keep]
     frame = pl.DataFrame(
         {
@@ -219,6 +262,96 @@ def gpu_minutes(
     if frame.is_empty():
         return tables.empty(tables.GPU_MINUTES), problems
     return _rollup(frame, index.gpus, index.devices, index.jobs), problems
+
+
+def _in_window(
+    ts: npt.NDArray[np.int64],
+    keep: npt.NDArray[np.bool_],
+    window: TimeWindow | None,
+    source: str,
+    problems: list[Problem],
+) -> npt.NDArray[np.bool_]:
+    """Samples inside the time window; all outside refuses the input."""
+    if window is None:
+        return np.ones(len(ts), np.bool_)
+    outside = keep & window.outside(ts)
+    n = int(np.count_nonzero(outside))
+    if n:
+        message = window.explain(ts[outside])
+        if n == int(np.count_nonzero(keep)):
+            raise InputError(source, f"every DCGM sample is {message}")
+        problems.append(Problem(source, f"{n} DCGM samples were refused: {message}"))
+    inside: npt.NDArray[np.bool_] = ~outside
+    return inside
+
+
+def _plausible(
+    metric: npt.NDArray[np.int8],
+    value: npt.NDArray[np.float64],
+    keep: npt.NDArray[np.bool_],
+    source: str,
+    problems: list[Problem],
+) -> npt.NDArray[np.bool_]:
+    """Samples whose value lies in their column's physical range."""
+    ok = np.ones(len(value), np.bool_)
+    for i, column in enumerate(_COLUMNS):
+        rng = RANGES[column]
+        bad = keep & (metric == i) & out_of_range(value, rng)
+        n = int(np.count_nonzero(bad))
+        if n:
+            problems.append(
+                Problem(
+                    source,
+                    f"{n} DCGM samples of {column} outside {rng.describe()} were refused"
+                    f" (first: {first_text(value[bad])}; {rng.why})",
+                )
+            )
+            ok &= ~bad
+    return ok
+
+
+def _note_non_finite(  # noqa: PLR0917 - the arrays of one reader, named where they are passed
+    index: GpuIndex,
+    sid: npt.NDArray[np.int64],
+    ts: npt.NDArray[np.int64],
+    keep: npt.NDArray[np.bool_],
+    finite: npt.NDArray[np.bool_],
+    source: str,
+    problems: list[Problem],
+) -> None:
+    """One problem for NaN and infinite values, counting the GPU-minutes left with no value at all."""
+    bad = keep & ~finite
+    n = int(np.count_nonzero(bad))
+    if not n:
+        return
+    key = index.gpu_of[sid].astype(np.int64) << 40 | (ts // 60_000) & ((1 << 40) - 1)
+    had = np.setdiff1d(key[bad], key[keep & finite])
+    problems.append(
+        Problem(
+            source,
+            f"{n} DCGM samples were NaN or infinite and were left out; {len(had)} GPU-minutes had no other"
+            " value and have no row",
+        )
+    )
+
+
+def refuse_implausible(frame: pl.DataFrame, source: str) -> tuple[pl.DataFrame, list[Problem]]:
+    """GPU-minutes (rolled up elsewhere, e.g. by PromQL) with every value outside its column's
+    range or not finite made null, one problem per column; minutes left with no value dropped."""
+    problems: list[Problem] = []
+    fixes = []
+    for column, rng in RANGES.items():
+        c = pl.col(column).cast(pl.Float64)
+        bad = c.is_not_null() & (~c.is_finite() | (c < rng.low) | (c > rng.high))
+        n = int(frame.select(bad.sum()).item() or 0)
+        if n:
+            message = f"{n} GPU-minutes of {column} outside {rng.describe()} or not finite were refused"
+            problems.append(Problem(source, message))
+            fixes.append(pl.when(bad).then(None).otherwise(pl.col(column)).alias(column))
+    if not fixes:
+        return frame, problems
+    fixed = frame.with_columns(fixes).filter(pl.any_horizontal(pl.col(c).is_not_null() for c in RANGES))
+    return fixed, problems
 
 
 def _rollup(

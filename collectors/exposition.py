@@ -10,6 +10,10 @@ accept, with the same result.
 Names are kept as exposed: a counter called `DCGM_FI_DEV_TOTAL_ENERGY_CONSUMPTION` stays so (unlike
 prometheus_client, which appends `_total`). Timestamps become integer milliseconds. Exemplars are
 validated and dropped. Errors raise `InputError` naming the source and the line.
+
+Bounds (`LimitsConfig`): a line longer than `max_line_length`, a label set past `max_labels` or its
+name and value lengths, and more than `max_series` new series in one input are refused, naming the
+limit and the line.
 """
 
 from __future__ import annotations
@@ -22,6 +26,7 @@ from collectors.labels import METRIC_NAME, LabelError, scan_openmetrics
 from collectors.numbers import NO_TIMESTAMP, om_timestamp_ms, om_value
 from collectors.openmetrics import OpenMetricsState, Rule
 from collectors.samples import Samples, Series, SeriesCache
+from gpusteward.config.limits import DEFAULT_LIMITS, LimitsConfig
 from gpusteward.errors import InputError
 
 _NUMBER_CHARS = "0123456789.eE+-"
@@ -35,10 +40,20 @@ class ExpositionParser:
     `take` hands over the samples parsed so far, so a caller can work in bounded memory.
     """
 
-    def __init__(self, source: str, *, openmetrics: bool, cache: SeriesCache | None = None) -> None:
+    def __init__(
+        self,
+        source: str,
+        *,
+        openmetrics: bool,
+        cache: SeriesCache | None = None,
+        limits: LimitsConfig = DEFAULT_LIMITS,
+    ) -> None:
         self.source = source
         self.openmetrics = openmetrics
         self.cache = cache if cache is not None else SeriesCache()
+        self.cache.limits = limits
+        self.limits = limits
+        self._series_at_start = len(self.cache.series)
         self.lines_read = 0
         self._samples = Samples(self.cache.series)
         self._ts: dict[str, int] = {}
@@ -53,6 +68,10 @@ class ExpositionParser:
         """Parse more lines. Each line is given without its trailing newline."""
         # The parser makes no reference cycles; the collector only slows the many small objects
         # of a cold parse (about a third of its time), so it pauses while lines are read.
+        if isinstance(lines, list):
+            self._check_lengths(lines)
+        else:
+            lines = self._bounded(lines)
         enabled = gc.isenabled()
         gc.disable()
         try:
@@ -63,6 +82,29 @@ class ExpositionParser:
         finally:
             if enabled:
                 gc.enable()
+        if len(self.cache.series) - self._series_at_start > self.limits.max_series:
+            raise InputError(
+                self.source,
+                f"more than {self.limits.max_series} series (limits.max_series) by this line",
+                line=self.lines_read,
+            )
+
+    def _check_lengths(self, lines: list[str]) -> None:
+        limit = self.limits.max_line_length
+        if lines and max(map(len, lines)) > limit:
+            first = next(i for i, line in enumerate(lines) if len(line) > limit)
+            raise self._too_long(self.lines_read + first + 1)
+
+    def _bounded(self, lines: Iterable[str]) -> Iterator[str]:
+        limit = self.limits.max_line_length
+        for i, line in enumerate(lines, start=self.lines_read + 1):
+            if len(line) > limit:
+                raise self._too_long(i)
+            yield line
+
+    def _too_long(self, lineno: int) -> InputError:
+        limit = self.limits.max_line_length
+        return InputError(self.source, f"line longer than {limit} characters (limits.max_line_length)", line=lineno)
 
     def take(self) -> Samples:
         """The samples parsed since the last `take`."""
@@ -99,6 +141,8 @@ class ExpositionParser:
         lineno = self.lines_read
         for line in lines:
             lineno += 1
+            if not line:
+                continue  # blank lines are allowed in 0.0.4; a file of them must stay cheap
             name, brace, tail = line.partition("{")
             if brace:
                 inner, brace, rest = tail.rpartition("}")
@@ -122,7 +166,7 @@ class ExpositionParser:
                 if sid is not None and ctx_of[sid] != ctx:
                     sid = None
                 rest = line[j:]
-            if sid is not None:
+            if sid is not None and "_" not in rest:  # float() takes `1_000`, Go does not
                 try:
                     add_value(float(rest))
                     add_sid(sid)
@@ -254,7 +298,10 @@ class ExpositionParser:
         except (ValueError, LabelError) as exc:
             raise om.fail(str(exc), lineno) from None
         ctx = om.family_for(name, lineno)
-        sid = self.cache.series_id(name, labels, ctx)
+        try:
+            sid = self.cache.series_id(name, labels, ctx)
+        except LabelError as exc:
+            raise om.fail(str(exc), lineno) from None
         self.cache.remember(line, name, body_end, sid)
         if sid == self._prev_sid:
             om.order(self._prev_ts, ts, lineno)
@@ -334,9 +381,16 @@ def _check_exemplar(text: str) -> None:
         om_timestamp_ms(ts_tok)
 
 
-def parse_text(text: str, *, source: str = "<text>", openmetrics: bool, cache: SeriesCache | None = None) -> Samples:
+def parse_text(
+    text: str,
+    *,
+    source: str = "<text>",
+    openmetrics: bool,
+    cache: SeriesCache | None = None,
+    limits: LimitsConfig = DEFAULT_LIMITS,
+) -> Samples:
     """Parse a whole exposition held in a string."""
-    parser = ExpositionParser(source, openmetrics=openmetrics, cache=cache)
+    parser = ExpositionParser(source, openmetrics=openmetrics, cache=cache, limits=limits)
     for batch in split_lines(text):
         parser.feed(batch)
     return parser.close()
@@ -359,9 +413,14 @@ def split_lines(text: str, chunk: int = 1 << 20) -> Iterator[list[str]]:
 
 
 def parse_lines(
-    lines: Iterable[str], *, source: str = "<lines>", openmetrics: bool, cache: SeriesCache | None = None
+    lines: Iterable[str],
+    *,
+    source: str = "<lines>",
+    openmetrics: bool,
+    cache: SeriesCache | None = None,
+    limits: LimitsConfig = DEFAULT_LIMITS,
 ) -> Samples:
     """Parse lines as a file iterates them (each with its newline, the last one perhaps without)."""
-    parser = ExpositionParser(source, openmetrics=openmetrics, cache=cache)
+    parser = ExpositionParser(source, openmetrics=openmetrics, cache=cache, limits=limits)
     parser.feed(line[:-1] if line.endswith("\n") else line for line in lines)
     return parser.close()

@@ -1,39 +1,39 @@
 """Read one file of any supported kind into a `CollectedBatch`, and order files for an import.
 
-The kind comes from the content: JSON is `sacct --json`; a `Cluster|Account|...` header is
+The kind comes from the content: JSON is `sacct --json`; a `JobID|JobIDRaw|...` header is a
+`sacct -P` dump (`collectors.slurm.sacct_text`); a `Cluster|Account|...` header is
 `sacctmgr -P show assoc`; exposition text whose first recognised samples are `DCGM_FI_*` (or 1.x
 `dcgm_*`) is DCGM, a metric an inference mapping knows (vLLM, SGLang, TGI, Triton, gateways) is
 inference. Exposition is OpenMetrics when the name says so (`.om`,
 `.openmetrics`) or the head has `# EOF` or `# UNIT`; otherwise the text format 0.0.4. gzip is
-detected by its magic bytes and read as a stream. Text-format samples without timestamps take the
-file's modification time.
+detected by its magic bytes and read as a stream, within the bounds of `LimitsConfig`
+(collectors/bounded.py). Text-format samples without timestamps take the file's modification time.
+A file of no known kind is refused saying why (empty, only comments, or its first metric).
 """
 
 from __future__ import annotations
 
-import codecs
-import gzip
 import re
 import zlib
-from collections.abc import Iterable, Iterator
-from contextlib import ExitStack
+from collections.abc import Iterable
 from datetime import UTC, datetime
-from io import BufferedIOBase
 from pathlib import Path
 
+from collectors import bounded
 from collectors.batch import CollectedBatch, Problem
 from collectors.dcgm import gpu_minutes
 from collectors.exposition import ExpositionParser
 from collectors.inference import WindowState, inference_windows
 from collectors.inference_mappings import DEFAULT_INDEX, MappingIndex
+from collectors.plausible import TimeWindow
 from collectors.sacct import load_json, read_sacct
-from collectors.sacctmgr import read_assoc, snapshot_time
+from collectors.sacctmgr import read_assoc_tree, snapshot_time
 from collectors.samples import Samples
+from collectors.slurm.sacct_text import is_sacct_text, read_sacct_text
+from gpusteward.config.limits import DEFAULT_LIMITS, LimitsConfig
 from gpusteward.errors import InputError
 
-KINDS = ("sacctmgr", "sacct", "dcgm", "inference")  # the import order: quotas, jobs, GPUs, services
-_CHUNK = 1 << 22
-_PEEK = 1 << 16
+KINDS = ("sacctmgr", "sacct", "sacct_text", "dcgm", "inference")  # the import order: quotas, jobs, GPUs, services
 _DATE = re.compile(r"(\d{4})-?(\d{2})(?:-?(\d{2}))?(?:T(\d{2})(\d{2})(\d{2})Z?)?")
 
 
@@ -43,33 +43,47 @@ def read_file(
     inference_state: WindowState | None = None,
     default_cluster: str = "default",
     mappings: MappingIndex = DEFAULT_INDEX,
+    limits: LimitsConfig = DEFAULT_LIMITS,
+    now: datetime | None = None,
 ) -> CollectedBatch:
     """Read `path` (gzip or plain). Raises InputError naming the file and line for bad input.
 
     `mappings`: the inference mappings (built-ins plus the config's: `mapping_index(config)`).
+    `limits`: the bounds of the input and of its sample times, which are judged against `now`
+    (the wall clock when None).
     """
     source = str(path)
     batch = CollectedBatch(source=source)
-    kind = detect_kind(path, mappings=mappings)
+    kind, why = _kind_and_reason(path, mappings, limits)
     if kind == "sacct":
-        text = "\n".join(line for lines in _batches(path, source) for line in lines)
+        text = "\n".join(line for lines in bounded.lines(path, source, limits) for line in lines)
         jobs, events, problems = read_sacct(load_json(text, source=source), source=source)
         batch.add("jobs", jobs)
         batch.add("job_events", events)
         batch.problems.extend(problems)
+    elif kind == "sacct_text":
+        lines = (line for lines in bounded.lines(path, source, limits) for line in lines)
+        jobs, events, problems = read_sacct_text(lines, source=source)
+        batch.add("jobs", jobs)
+        batch.add("job_events", events)
+        batch.problems.extend(problems)
     elif kind == "sacctmgr":
-        ts = snapshot_time(path.name)
+        ts = snapshot_time(path.name, source=source)
         if ts is None:
             ts = _mtime(path)
             batch.problems.append(Problem(source, "no snapshot time in the file name; used the file's mtime"))
-        lines = (line for lines in _batches(path, source) for line in lines)
-        batch.add("quota_snapshots", read_assoc(lines, ts=ts, source=source))
+        lines = (line for lines in bounded.lines(path, source, limits) for line in lines)
+        snapshots, tree = read_assoc_tree(lines, ts=ts, source=source)
+        batch.add("quota_snapshots", snapshots)
+        batch.add("account_tree", tree)
     elif kind in ("dcgm", "inference"):
-        samples = _parse_exposition(path, source, openmetrics=_is_openmetrics(path))
+        openmetrics = _is_openmetrics(path)
+        samples = _parse_exposition(path, source, openmetrics=openmetrics, limits=limits)
         scrape_ms = int(path.stat().st_mtime * 1000)
+        window = TimeWindow.around(now or datetime.now(UTC), limits, openmetrics=openmetrics)
         if kind == "dcgm":
             frame, problems = gpu_minutes(
-                samples, default_cluster=default_cluster, source=source, scrape_ts_ms=scrape_ms
+                samples, default_cluster=default_cluster, source=source, scrape_ts_ms=scrape_ms, window=window
             )
             batch.add("gpu_minutes", frame)
         else:
@@ -80,11 +94,13 @@ def read_file(
                 state=inference_state,
                 scrape_ts_ms=scrape_ms,
                 mappings=mappings,
+                window=window,
             )
             batch.add("inference_windows", frame)
         batch.problems.extend(problems)
     else:
-        raise InputError(source, "not a kind of file GPU Steward reads (DCGM or vLLM metrics, sacct JSON, sacctmgr)")
+        kinds = "DCGM or vLLM metrics, sacct JSON or -P, sacctmgr"
+        raise InputError(source, f"not a kind of file GPU Steward reads ({kinds}): {why}")
     return batch
 
 
@@ -103,22 +119,67 @@ def sort_for_import(paths: Iterable[Path], *, mappings: MappingIndex = DEFAULT_I
     return sorted(paths, key=key)
 
 
-def detect_kind(path: Path, *, mappings: MappingIndex = DEFAULT_INDEX) -> str | None:
-    """The kind of file (one of `KINDS`) from its first 64 KiB of content, or None."""
-    with ExitStack() as stack:
-        raw = _open(path, stack)
+def detect_kind(
+    path: Path, *, mappings: MappingIndex = DEFAULT_INDEX, limits: LimitsConfig = DEFAULT_LIMITS
+) -> str | None:
+    """The kind of file (one of `KINDS`) from its content, or None.
+
+    The first 64 KiB decide; exposition that holds only comments there is read on to its first
+    sample line, at most `limits.max_header_bytes` in.
+    """
+    return _kind_and_reason(path, mappings, limits)[0]
+
+
+def _kind_and_reason(path: Path, mappings: MappingIndex, limits: LimitsConfig) -> tuple[str | None, str]:
+    """The kind, or None and why not."""
+    try:
+        head = bounded.head_text(path)
+    except (EOFError, OSError, zlib.error) as exc:
+        return None, f"cannot read its start ({exc})"
+    if not head.strip():
+        return None, "it is empty"
+    kind = kind_of(head, mappings=mappings)
+    if kind is not None:
+        return kind, ""
+    first = _first_sample_name(head)
+    if first is None and len(head.encode()) >= bounded.PEEK:
         try:
-            head = raw.read(_PEEK).decode("utf-8", errors="replace")
-        except (EOFError, OSError, zlib.error):
-            return None
-    return kind_of(head, mappings=mappings)
+            first, kind = _first_sample_further(path, mappings, limits)
+        except (EOFError, OSError, zlib.error) as exc:
+            return None, f"cannot read it ({exc})"
+        if kind is not None:
+            return kind, ""
+        if first is None:
+            return None, f"no sample line in its first {limits.max_header_bytes} bytes (limits.max_header_bytes)"
+    if first is None:
+        return None, "it holds no sample line, only comments"
+    return None, f"its first sample is {first[:80]!r}, neither a DCGM field nor a metric of a known inference server"
+
+
+def _first_sample_name(text: str) -> str | None:
+    for line in text.split("\n"):
+        stripped = line.strip()
+        if stripped and stripped[0] != "#":
+            return stripped.partition("{")[0].partition(" ")[0]
+    return None
+
+
+def _first_sample_further(path: Path, mappings: MappingIndex, limits: LimitsConfig) -> tuple[str | None, str | None]:
+    """(first sample name, kind) of exposition whose first 64 KiB are comments."""
+    text = bounded.head_text(path, limits.max_header_bytes)
+    first = _first_sample_name(text)
+    if first is None:
+        return None, None
+    return first, kind_of(text, mappings=mappings)
 
 
 def kind_of(head: str, *, mappings: MappingIndex = DEFAULT_INDEX) -> str | None:
-    text = head.lstrip()
+    text = head.removeprefix(bounded.BOM).lstrip()
     if text.startswith(("{", "[")):
         return "sacct"
     first = text.split("\n", 1)[0].rstrip("\r").split("|")
+    if is_sacct_text(text.split("\n", 1)[0]):
+        return "sacct_text"
     if "Cluster" in first and "Account" in first:
         return "sacctmgr"
     for line in text.split("\n"):
@@ -136,56 +197,15 @@ def _is_openmetrics(path: Path) -> bool:
     suffixes = [s.lower() for s in path.suffixes]
     if ".om" in suffixes or ".openmetrics" in suffixes:
         return True
-    with ExitStack() as stack:
-        head = _open(path, stack).read(_PEEK).decode("utf-8", errors="replace")
+    head = bounded.head_text(path)
     return "\n# EOF" in "\n" + head or "\n# UNIT " in "\n" + head
 
 
-def _parse_exposition(path: Path, source: str, *, openmetrics: bool) -> Samples:
-    parser = ExpositionParser(source, openmetrics=openmetrics)
-    for lines in _batches(path, source):
+def _parse_exposition(path: Path, source: str, *, openmetrics: bool, limits: LimitsConfig) -> Samples:
+    parser = ExpositionParser(source, openmetrics=openmetrics, limits=limits)
+    for lines in bounded.lines(path, source, limits):
         parser.feed(lines)
     return parser.close()
-
-
-def _open(path: Path, stack: ExitStack) -> BufferedIOBase:
-    f = stack.enter_context(path.open("rb"))
-    magic = f.read(2)
-    f.seek(0)
-    if magic == b"\x1f\x8b":
-        return stack.enter_context(gzip.GzipFile(fileobj=f, mode="rb"))
-    return f
-
-
-def _batches(path: Path, source: str) -> Iterator[list[str]]:
-    """The file's lines (without newlines) in batches, decoding UTF-8 as a stream."""
-    decoder = codecs.getincrementaldecoder("utf-8")()
-    carry = ""
-    done = 0  # lines yielded so far
-    with ExitStack() as stack:
-        raw = _open(path, stack)
-        while True:
-            try:
-                data = raw.read(_CHUNK)
-            except (EOFError, OSError, zlib.error) as exc:
-                raise InputError(source, f"truncated or corrupt compressed data ({exc})", line=done + 1) from None
-            try:
-                text = carry + decoder.decode(data, final=not data)
-            except UnicodeDecodeError as exc:
-                line = done + data[: max(exc.start, 0)].count(b"\n") + 1
-                raise InputError(source, f"not UTF-8 text ({exc.reason})", line=line) from None
-            if not data:
-                if text:
-                    yield text.split("\n")
-                return
-            cut = text.rfind("\n")
-            if cut < 0:
-                carry = text
-                continue
-            lines = text[:cut].split("\n")
-            carry = text[cut + 1 :]
-            done += len(lines)
-            yield lines
 
 
 def _time_key(name: str) -> str:

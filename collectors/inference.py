@@ -29,6 +29,7 @@ from collectors.batch import Problem
 from collectors.inference_mappings import InferenceMapping, MappingIndex
 from collectors.labels import Labels
 from collectors.numbers import NO_TIMESTAMP
+from collectors.plausible import TimeWindow, first_text
 from collectors.samples import Samples
 from gpusteward import tables
 
@@ -61,6 +62,8 @@ class _Attrs:
     scale: np.ndarray  # multiplies values into seconds (latency sums) or leaves them
     replicas: list[Replica]
     keys: dict[int, SeriesKey]
+    unnamed: np.ndarray  # a known server's series without its service label
+    service_labels: set[str]
 
 
 def inference_windows(
@@ -72,19 +75,35 @@ def inference_windows(
     default_instance: str = "default",
     scrape_ts_ms: int | None = None,
     mappings: MappingIndex = DEFAULT_INDEX,
+    window: TimeWindow | None = None,
 ) -> tuple[pl.DataFrame, list[Problem]]:
-    """Windows between consecutive scrapes; `state` (updated in place) links files read in order."""
+    """Windows between consecutive scrapes; `state` (updated in place) links files read in order.
+
+    Refused with a problem, never stored: samples outside `window`, NaN or infinite values,
+    negative counters and gauges, a KV-cache ratio outside 0..1, and series of a known server
+    without its service label.
+    """
     state = state if state is not None else WindowState()
     problems: list[Problem] = []
     sid, value, ts = samples.arrays()
     attrs = _attributes(samples, np.unique(sid), default_cluster, default_instance, mappings)
     role = attrs.role[sid] if len(sid) else np.zeros(0, np.int8)
+    unnamed = int(np.count_nonzero(attrs.unnamed[sid])) if len(sid) else 0
+    if unnamed:
+        problems.append(
+            Problem(
+                source,
+                f"{unnamed} inference samples without the service label"
+                f" ({' or '.join(sorted(attrs.service_labels)) or 'none configured'}) were skipped",
+            )
+        )
     if scrape_ts_ms is not None:
         ts = np.where(ts == NO_TIMESTAMP, scrape_ts_ms, ts)
     untimed = (role >= 0) & (ts == NO_TIMESTAMP)
     if untimed.any():
         problems.append(Problem(source, f"{int(untimed.sum())} inference samples without a timestamp were skipped"))
-    keep = (role >= 0) & ~untimed & ~np.isnan(value)
+    keep = (role >= 0) & ~untimed
+    keep &= _plausible(role, value, ts, keep, window, source, problems)
     kept = sid[keep]
     cur = pl.DataFrame(
         {
@@ -103,6 +122,39 @@ def inference_windows(
     return out, problems
 
 
+def _plausible(  # noqa: PLR0917 - the arrays of one reader
+    role: np.ndarray,
+    value: np.ndarray,
+    ts: np.ndarray,
+    keep: np.ndarray,
+    window: TimeWindow | None,
+    source: str,
+    problems: list[Problem],
+) -> np.ndarray:
+    """Samples with a plausible time and value; one problem per rule broken."""
+    ok = np.ones(len(value), np.bool_)
+    if window is not None:
+        outside = keep & window.outside(ts)
+        if outside.any():
+            problems.append(
+                Problem(source, f"{int(outside.sum())} inference samples were refused: {window.explain(ts[outside])}")
+            )
+            ok &= ~outside
+    rules = (
+        (keep & ~np.isfinite(value), "were NaN or infinite"),
+        (keep & (value < 0), "were negative (counters and gauges count up from 0)"),
+        (keep & (role == KV) & (value > 1), "of KV-cache use were above 1 (it is a ratio 0..1)"),
+    )
+    for broken, what in rules:
+        bad = broken & ok
+        if bad.any():
+            first = first_text(value[bad])
+            message = f"{int(bad.sum())} inference samples {what} and were refused (first: {first})"
+            problems.append(Problem(source, message))
+            ok &= ~bad
+    return ok
+
+
 def _attributes(
     samples: Samples, present: np.ndarray, default_cluster: str, default_instance: str, mappings: MappingIndex
 ) -> _Attrs:
@@ -116,6 +168,8 @@ def _attributes(
         scale=np.ones(size, np.float64),
         replicas=[],
         keys={},
+        unnamed=np.zeros(size, np.bool_),
+        service_labels=set(),
     )
     index: dict[Replica, int] = {}
     for s in present.tolist():
@@ -124,6 +178,9 @@ def _attributes(
         for mapping in mappings.mappings_for(series.name):
             found = _role(mapping, series.name, labels)
             service = mapping.service_of(labels)
+            if found is not None and service is None:
+                attrs.unnamed[s] = True
+                attrs.service_labels.update(mapping.service_labels)
             if found is None or service is None:
                 continue
             role, scale = found
@@ -144,6 +201,7 @@ def _attributes(
             # SGLang's histogram count does not, and its windows say "errors unknown".
             attrs.error_signal[s] = any(sel.name == series.name for sel in mapping.errors)
             attrs.keys[s] = (cluster, series.name, series.labels)
+            attrs.unnamed[s] = False  # an earlier mapping's miss does not count
             break
     attrs.replicas = list(index)
     return attrs

@@ -41,7 +41,12 @@ def om_value(tok: str) -> float:
 
 
 def text_value(tok: str) -> float:
-    """A 0.0.4 value as Go's ParseFloat reads it (NaN, +Inf, -Inf, decimals, exponents, hex floats)."""
+    """A 0.0.4 value as Go's ParseFloat reads it (NaN, +Inf, -Inf, decimals, exponents, hex floats).
+
+    Python's float() also takes digit separators (`1_000`); Go refuses them in a decimal number.
+    """
+    if "_" in tok:
+        raise ValueError(f"invalid value {tok!r}")
     try:
         return float(tok)
     except ValueError:

@@ -4,13 +4,26 @@ Reads the Slurm 22.05 shape (openapi dbv0.0.38) and, where it is easy, the 21.08
 23.x (data_parser v0.0.39/v0.0.40) shapes: `state.current` as a string or a list, numbers as ints
 or `{"set", "infinite", "number"}`.
 
-Choices: times of 0 are unknown (null), and so is Slurm's reason "None". `exit_code` is null when
+Choices: times of 0 are unknown (null), and so is Slurm's reason "None"; `state.reason` is kept: in
+22.05 it is the last reason the job waited (AssocGrpGRES, QOSGrpGRES, Priority, Resources...), even
+after it ran. `exit_code` is null when
 the output comes from Slurm 22.05, whose JSON reports 0 for every job (a known bug: the database
 and `sacct -P` hold the real code).
 GPUs are the `gres/gpu` TRES (allocated and requested); a typed entry such as `gres/gpu:h100`
 gives `gpu_type`. Events are rebuilt from each record: `submit`, `start` and `end` (with the final
 state), `preempt` for a PREEMPTED record, and `requeue` for a record that a later record of the
 same job id follows (at that record's submit time).
+
+Arrays: each task is its own record keyed by its own job id (JobIDRaw); `array.job_id` and
+`array.task_id` give the array and the task (0 / null: not an array). A record with no node and no
+allocated TRES never ran, whatever its start says: Slurm 22.05 gives a job rejected at submit
+("Requested node configuration is not available") state FAILED and a start equal to its submit.
+
+A record that cannot be stored as it stands is skipped with a problem naming the record (its index
+and job id) and the field: no submit time (`"time": null`, or 0, which the docs make null), a
+negative GPU count, an end before the start, a time before 2000 or from 2100 on. A dump whose
+`errors` list is not empty and that holds no job is refused: it is a failed query, not an empty
+window.
 """
 
 from __future__ import annotations
@@ -36,14 +49,17 @@ def read_sacct(data: Any, *, source: str) -> tuple[pl.DataFrame, pl.DataFrame, l
     """(JOBS, JOB_EVENTS, problems) from parsed `sacct --json` output."""
     if not isinstance(data, Mapping) or not isinstance(data.get("jobs"), list):
         raise InputError(source, "not sacct --json output: no 'jobs' list")
+    errors = _errors(data.get("errors"))
+    if errors and not data["jobs"]:
+        raise InputError(source, f"Slurm reported errors and no jobs: {'; '.join(errors)}"[:400])
     misreports_exit = _is_22_05(data.get("meta"))
-    problems: list[Problem] = []
+    problems = [Problem(source, f"Slurm reported an error: {e}"[:300]) for e in errors]
     jobs: list[dict[str, Any]] = []
     for i, job in enumerate(data["jobs"]):
         try:
-            jobs.append(_job(job, misreports_exit))
-        except (KeyError, TypeError, ValueError, AttributeError) as exc:
-            problems.append(Problem(source, f"job record {i} skipped: {type(exc).__name__}: {exc}"))
+            jobs.append(checked(_job(job, misreports_exit)))
+        except BadFieldError as exc:
+            problems.append(Problem(source, f"job record {i}{_id_note(job)} skipped: {exc}"[:300]))
     frame = pl.DataFrame(jobs, schema=tables.JOBS, orient="row") if jobs else tables.empty(tables.JOBS)
     before = frame.height
     frame = frame.unique(subset=list(tables.JOBS_KEY), keep="last", maintain_order=True)
@@ -51,6 +67,63 @@ def read_sacct(data: Any, *, source: str) -> tuple[pl.DataFrame, pl.DataFrame, l
         problems.append(Problem(source, f"{before - frame.height} repeated job records (same job and submit time)"))
     events = _events(frame)
     return frame, events, problems
+
+
+class BadFieldError(ValueError):
+    """A record's field that cannot be stored: the message names the field."""
+
+    def __init__(self, field: str, why: str) -> None:
+        super().__init__(f"{field}: {why}")
+        self.field = field
+
+
+def _id_note(job: Any) -> str:
+    job_id = job.get("job_id") if isinstance(job, Mapping) else None
+    return f" (job {job_id})" if isinstance(job_id, int) and not isinstance(job_id, bool) else ""
+
+
+def _errors(errors: Any) -> list[str]:
+    """The messages of a dump's `errors` list (`{"error": ..., "description": ...}` objects or strings)."""
+    if not isinstance(errors, list):
+        return []
+    out = []
+    for e in errors:
+        if isinstance(e, Mapping):
+            parts = [str(e[k]) for k in ("description", "error") if isinstance(e.get(k), str) and e.get(k)]
+            out.append(": ".join(parts) or str(dict(e))[:120])
+        elif isinstance(e, str) and e:
+            out.append(e)
+    return out
+
+
+_EARLIEST = datetime(2000, 1, 1)  # no Slurm accounting predates this: an earlier time is a corrupt 0 or less
+_LATEST = datetime(2100, 1, 1)
+
+
+# JOBS column -> the field of `sacct --json` it comes from, for problems that name the field.
+JSON_FIELDS = {
+    "submit_time": "time.submission", "eligible_time": "time.eligible", "start_time": "time.start",
+    "end_time": "time.end", "gpus_requested": "tres.requested", "gpus_allocated": "tres.allocated",
+}
+
+
+def checked(row: dict[str, Any], fields: Mapping[str, str] = JSON_FIELDS) -> dict[str, Any]:
+    """A JOBS row refused when it is not plausible: the rules both sacct readers (JSON and `-P`) share.
+
+    `fields` names the source's field for each column, so a problem says where to look.
+    """
+    if row["submit_time"] is None:
+        raise BadFieldError(fields["submit_time"], "missing or 0: a job record needs its submit time")
+    for column in ("submit_time", "eligible_time", "start_time", "end_time"):
+        moment = row[column]
+        if moment is not None and not _EARLIEST <= moment < _LATEST:
+            raise BadFieldError(fields[column], f"{moment:%Y-%m-%d %H:%M:%S} is outside {_EARLIEST:%Y}..{_LATEST:%Y}")
+    for column in ("gpus_requested", "gpus_allocated"):
+        if row[column] is not None and not 0 <= row[column] < 2**31:
+            raise BadFieldError(fields[column], f"GPU count {row[column]} is out of range")
+    if row["start_time"] is not None and row["end_time"] is not None and row["end_time"] < row["start_time"]:
+        raise BadFieldError(fields["end_time"], f"{row['end_time']:%Y-%m-%d %H:%M:%S} is before the start")
+    return row
 
 
 def _is_22_05(meta: Any) -> bool:
@@ -80,35 +153,48 @@ def _text(job: Mapping[str, Any], key: str) -> str | None:
     raise TypeError(f"{key!r} is a {type(value).__name__}, expected a string")
 
 
-def _job(job: Mapping[str, Any], misreports_exit: bool) -> dict[str, Any]:
+def _field(name: str, read: Any, *args: Any) -> Any:
+    try:
+        return read(*args)
+    except BadFieldError:
+        raise
+    except (KeyError, TypeError, ValueError, AttributeError) as exc:
+        raise BadFieldError(name, str(exc)[:200]) from None
+
+
+def _job(job: Any, misreports_exit: bool) -> dict[str, Any]:
     if not isinstance(job, Mapping):
-        raise TypeError(f"a job record is a {type(job).__name__}, expected an object")
-    if "time" not in job:
-        raise KeyError("time")
-    time = _table(job, "time")
-    state = _table(job, "state")
-    tres = _table(job, "tres")
-    requested, _ = _gpus(tres.get("requested") or [])
-    allocated, gpu_type = _gpus(tres.get("allocated") or [])
+        raise BadFieldError("record", f"a {type(job).__name__}, expected an object")
+    time = _field("time", _table, job, "time")
+    state = _field("state", _table, job, "state")
+    tres = _field("tres", _table, job, "tres")
+    array = _field("array", _table, job, "array")
+    requested, _ = _field("tres.requested", _gpus, tres.get("requested") or [])
+    allocated, gpu_type = _field("tres.allocated", _gpus, tres.get("allocated") or [])
     if gpu_type is None:
-        gpu_type = _gpus(tres.get("requested") or [])[1]
-    exit_code = None if misreports_exit else _number((job.get("exit_code") or {}).get("return_code"))
+        gpu_type = _field("tres.requested", _gpus, tres.get("requested") or [])[1]
+    exit_code = None
+    if not misreports_exit:
+        exit_code = _field("exit_code", _number, (_field("exit_code", _table, job, "exit_code")).get("return_code"))
     if exit_code is not None and not -(2**31) <= exit_code < 2**31:
-        raise ValueError(f"exit code {exit_code} out of range")
-    nodes = _text(job, "nodes")
+        raise BadFieldError("exit_code", f"{exit_code} out of range")
+    nodes = _field("nodes", _text, job, "nodes")
+    ran = bool(nodes and nodes != "None assigned") or bool(tres.get("allocated"))
+    array_job = _field("array.job_id", _number, array.get("job_id"))
     return {
-        "cluster": _text(job, "cluster") or _text(_table(job, "association"), "cluster"),
-        "job_id": _job_id(job.get("job_id")),
-        "submit_time": _time(time.get("submission")),
-        "name": _text(job, "name"),
-        "user": _text(job, "user"),
-        "account": _text(job, "account"),
-        "partition": _text(job, "partition"),
+        "cluster": _field("cluster", _text, job, "cluster") or _field("association", lambda: _text(
+            _table(job, "association"), "cluster")),
+        "job_id": _field("job_id", _job_id, job.get("job_id")),
+        "submit_time": _field("time.submission", _time, time.get("submission")),
+        "name": _field("name", _text, job, "name"),
+        "user": _field("user", _text, job, "user"),
+        "account": _field("account", _text, job, "account"),
+        "partition": _field("partition", _text, job, "partition"),
         "qos": job.get("qos") if isinstance(job.get("qos"), str) else None,
-        "priority": _number(job.get("priority")),
-        "eligible_time": _time(time.get("eligible")),
-        "start_time": _time(time.get("start")),
-        "end_time": _time(time.get("end")),
+        "priority": _field("priority", _number, job.get("priority")),
+        "eligible_time": _field("time.eligible", _time, time.get("eligible")),
+        "start_time": _field("time.start", _time, time.get("start")) if ran else None,
+        "end_time": _field("time.end", _time, time.get("end")),
         "state": _state(state.get("current")),
         "reason": _reason(state.get("reason")),
         "exit_code": exit_code,
@@ -116,8 +202,10 @@ def _job(job: Mapping[str, Any], misreports_exit: bool) -> dict[str, Any]:
         "gpus_allocated": allocated,
         "gpu_type": gpu_type,
         "nodes": nodes if nodes and nodes != "None assigned" else None,
-        "time_limit_min": _number(time.get("limit")),
+        "time_limit_min": _field("time.limit", _number, time.get("limit")),
         "comment": _comment(job.get("comment")),
+        "array_job_id": array_job or None,
+        "array_task_id": _field("array.task_id", _number, array.get("task_id")) if array_job else None,
     }
 
 
@@ -152,7 +240,7 @@ def _time(value: Any) -> datetime | None:
     if not seconds:
         return None
     if not 0 < seconds < _LATEST_EPOCH:
-        raise ValueError(f"time out of range: {seconds}")
+        raise ValueError(f"{seconds} is out of range")
     return datetime.fromtimestamp(seconds, UTC).replace(tzinfo=None)
 
 
@@ -189,6 +277,8 @@ def _gpus(tres: Any) -> tuple[int | None, str | None]:
         raw_name = item.get("name")
         name = raw_name if isinstance(raw_name, str) else ""
         count = _number(item.get("count"))
+        if count is not None and count < 0:
+            raise ValueError(f"{name or 'gres'} count {count} is negative")
         if name == "gpu":
             total = count
         elif name.startswith("gpu:") and count:
@@ -230,3 +320,5 @@ def load_json(text: str, *, source: str) -> Any:
         return json.loads(text)
     except json.JSONDecodeError as exc:
         raise InputError(source, f"not valid JSON: {exc.msg}", line=exc.lineno) from None
+    except RecursionError:  # Python's parser recurses per level: a hostile file nests 10,000 deep
+        raise InputError(source, "JSON nested too deep to be Slurm output") from None

@@ -16,8 +16,9 @@ import numpy as np
 import numpy.typing as npt
 import polars as pl
 
-from collectors.labels import METRIC_NAME, Labels, canonical
+from collectors.labels import METRIC_NAME, LabelError, Labels, canonical
 from collectors.numbers import NO_TIMESTAMP
+from gpusteward.config.limits import DEFAULT_LIMITS, LimitsConfig
 
 # (name, context id) -> series id; names that need quotes get a third element.
 SeriesKey = tuple[str, int] | tuple[str, int, int]
@@ -68,6 +69,7 @@ class SeriesCache:
     by_labels: list[dict[SeriesKey, int]] = field(default_factory=list)  # [labels id][(name, context)]
     names: set[str] = field(default_factory=set)  # metric names already validated
     comments: dict[str, tuple[bool, tuple[str, str, frozenset[str], int]]] = field(default_factory=dict)
+    limits: LimitsConfig = DEFAULT_LIMITS  # every new label set is checked against them once
 
     def context(self, family: str, type_: str) -> int:
         key = (family, type_)
@@ -83,7 +85,10 @@ class SeriesCache:
         labels = canonical(inner)
         if labels is None:
             return None
-        return self.add_block(self.label_blocks, inner, labels)
+        try:
+            return self.add_block(self.label_blocks, inner, labels)
+        except LabelError:
+            return None  # past a limit: the full parser refuses the line, naming it
 
     def add_block(self, blocks: dict[str, Block], inner: str, labels: Labels) -> Block:
         lid = self.labels_id(labels)
@@ -99,6 +104,7 @@ class SeriesCache:
     def labels_id(self, labels: Labels) -> int:
         lid = self.labels_ids.get(labels)
         if lid is None:
+            check_labels(labels, self.limits)
             lid = self.labels_ids[labels] = len(self.by_labels)
             self.by_labels.append({})
         return lid
@@ -121,6 +127,23 @@ class SeriesCache:
             return False
         self.names.add(name)
         return True
+
+
+def check_labels(labels: Labels, limits: LimitsConfig) -> None:
+    """Raise LabelError when a label set passes a bound of `limits`."""
+    if len(labels) > limits.max_labels:
+        raise LabelError(f"{len(labels)} labels, more than {limits.max_labels} (limits.max_labels)")
+    for key, value in labels:
+        if len(key) > limits.max_label_name_length:
+            raise LabelError(
+                f"label name of {len(key)} characters, more than {limits.max_label_name_length}"
+                " (limits.max_label_name_length)"
+            )
+        if len(value) > limits.max_label_value_length:
+            raise LabelError(
+                f"label {key!r} has a value of {len(value)} characters, more than"
+                f" {limits.max_label_value_length} (limits.max_label_value_length)"
+            )
 
 
 @dataclass

@@ -5,8 +5,9 @@
 the scrape time, until their minute is over. `Scraper.collect()` scrapes once and returns the
 GPU-minutes of the minutes that are complete (all of them with `flush=True`) in a `CollectedBatch`.
 
-Never a zero for a silent GPU: a target that fails (timeout, refused connection, HTTP error,
-a body that does not parse) contributes no samples, so its minutes are missing rows, and the
+Never a zero for a silent GPU: a target that fails (timeout, refused connection or reset, HTTP
+error, a Content-Encoding that does not decode, a body too large or that does not parse, or any
+unexpected error while reading its answer) contributes no samples, so its minutes are missing rows, and the
 failure is a `Problem` naming the target and the reason. A failed target backs off exponentially
 (`backoff_s` doubling up to `backoff_max_s`) and is reported as down until a scrape succeeds.
 """
@@ -155,8 +156,14 @@ class Scraper:
             return self._failed(t, state, error, started)
         except httpx.TransportError as exc:
             return self._failed(t, state, ScrapeError("connection", f"connection failed: {exc!r}"), started)
+        except httpx.DecodingError as exc:  # e.g. Content-Encoding: gzip over a plain body
+            error = ScrapeError("decoding", f"the answer's Content-Encoding does not decode: {exc}")
+            return self._failed(t, state, error, started)
         except ScrapeError as exc:
             return self._failed(t, state, exc, started)
+        except Exception as exc:  # anything else one target sends stays with that target
+            error = ScrapeError("error", f"unexpected {type(exc).__name__}: {exc}")
+            return self._failed(t, state, error, started)
         self.metrics.duration.observe(self._clock() - started)
         self.metrics.samples.inc(len(samples))
         self.metrics.up.labels(t.url).set(1)

@@ -5,7 +5,7 @@ from __future__ import annotations
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
 
 # Failure reasons, the `reason` label of gpusteward_scrape_failures_total.
-REASONS = ("timeout", "connection", "http_status", "too_large", "parse")
+REASONS = ("timeout", "connection", "decoding", "http_status", "too_large", "parse", "error")
 
 
 class ScrapeMetrics:
@@ -20,7 +20,7 @@ class ScrapeMetrics:
         )
         self.failures = Counter(
             "gpusteward_scrape_failures",
-            "Scrapes that stored nothing, by reason (timeout, connection, http_status, too_large, parse).",
+            f"Scrapes that stored nothing, by reason ({', '.join(REASONS)}).",
             ["reason"],
             registry=registry,
         )

@@ -173,6 +173,33 @@ def idle_jobs(view: View, limit: int = 20) -> pl.DataFrame | None:
     })
 
 
+def arrays_table(view: View, limit: int = 50) -> pl.DataFrame | None:
+    """Job arrays of the month, one row per array (most tasks first): tasks, outcomes and waits."""
+    arrays = view.outputs.arrays
+    if arrays.is_empty():
+        return None
+    tx = view.tx
+    top = arrays.head(limit)
+
+    def duration(column: str) -> list[str]:
+        return [tx.fmt.quantity(Quantity(v, "duration")) for v in top[column].to_list()]
+
+    return pl.DataFrame({
+        tx("col.array"): [f"{a}_[…]" for a in top["array_job_id"].to_list()],
+        tx("col.job_name"): top["name"].fill_null("?"),
+        tx("col.queue"): top["queue"],
+        tx("col.team"): [view.team_name(t) for t in top["team"].to_list()],
+        tx("col.tasks"): top["tasks"],
+        tx("col.completed"): top["completed"],
+        tx("col.failed"): top["failed"],
+        tx("col.cancelled"): top["cancelled"],
+        tx("col.other_outcome"): top["other"],
+        tx("col.p50"): duration("wait_p50_s"),
+        tx("col.longest"): duration("wait_max_s"),
+        tx("col.longest_wait_task"): top["longest_wait_task"].fill_null("—"),
+    })
+
+
 def alerts_table(view: View) -> pl.DataFrame | None:
     """Alerts of the month, one row per fingerprint (latest status), with silence and acknowledgement."""
     alerts = view.alerts()

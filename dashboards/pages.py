@@ -62,6 +62,9 @@ def queues(view: View) -> None:
     st.subheader(tx("queues.wait"))
     _table(pf.results_table(view, view.outputs.results.filter(pl.col("subject_kind") == "queue"),
                             subject_label="col.queue"), view, "sla_results")
+    st.subheader(tx("queues.arrays"))
+    st.caption(tx("queues.arrays_help"))
+    _table(pf.arrays_table(view), view, "month_arrays")
     st.subheader(tx("queues.share"))
     _table(pf.share_table(view), view, "usage")
     st.subheader(tx("queues.fairness"))

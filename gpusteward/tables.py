@@ -64,6 +64,8 @@ JOBS = schema(
         "nodes": pl.Utf8,  # hostlist expression as Slurm prints it
         "time_limit_min": pl.Int64,
         "comment": pl.Utf8,  # free text; fine-tuning reproducibility fields live here
+        "array_job_id": pl.Int64,  # a task of an array: the array's job id (JobID 123_4 -> 123); else null
+        "array_task_id": pl.Int64,  # ... and its task id (4); job_id is the task's own (JobIDRaw)
     }
 )
 JOBS_KEY = ("cluster", "job_id", "submit_time")
@@ -129,6 +131,39 @@ QUOTA_USAGE = schema(
     }
 )
 QUOTA_USAGE_KEY = ("cluster", "ts", "kind", "name")
+
+# The Slurm account tree at a time: which account is whose child, and each one's own GPU limits.
+ACCOUNT_TREE = schema(
+    {
+        "cluster": pl.Utf8,
+        "ts": TS,
+        "account": pl.Utf8,
+        "parent": pl.Utf8,  # ParentName / parent_account; null for the root
+        "gpu_limit": pl.Int32,  # the account's own GrpTRES gres/gpu; null = none of its own
+        "gpu_type_limits": pl.Utf8,  # typed GrpTRES limits as Slurm prints them, e.g. "h100=3"; null = none
+    }
+)
+ACCOUNT_TREE_KEY = ("cluster", "ts", "account")
+
+# Jobs waiting in the live queue at a time, with the reason Slurm gives (AssocGrpGRES, Priority, ...).
+PENDING_JOBS = schema(
+    {
+        "cluster": pl.Utf8,
+        "ts": TS,
+        "job_id": pl.Int64,
+        "array_job_id": pl.Int64,
+        "array_task_id": pl.Int64,
+        "user": pl.Utf8,
+        "account": pl.Utf8,
+        "partition": pl.Utf8,
+        "qos": pl.Utf8,
+        "gpus_requested": pl.Int32,
+        "reason": pl.Utf8,
+        "submit_time": TS,
+        "eligible_time": TS,
+    }
+)
+PENDING_JOBS_KEY = ("cluster", "ts", "job_id")
 
 
 def empty(schema: pl.Schema) -> pl.DataFrame:

@@ -8,6 +8,7 @@ import polars as pl
 
 from gpusteward.domain import Scenario
 from gpusteward.indicators import INDICATORS
+from reports.arrays import array_blocks
 from reports.context import Context
 from reports.figures import latency_chart, queue_chart
 from reports.findings import sla_evidence
@@ -118,6 +119,7 @@ def build_queues(ctx: Context) -> Section:
     blocks: list[Block] = [Message("queues.intro"), Table(columns, tuple(rows))]
     if (chart := queue_chart(ctx, results)) is not None:
         blocks.append(chart)
+    blocks += array_blocks(ctx)
     return Section("queues", tuple(blocks))
 
 

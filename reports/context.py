@@ -14,6 +14,8 @@ from reports.model import Bound, Message, Quantity, QuantityKind, Term, Text
 from sla.followup import AppliedChange
 from sla.outputs import MonthOutputs
 from sla.results import (
+    ACCOUNT_ROLLUP,
+    ARRAYS,
     BREACH_EPISODES,
     COMPLETENESS,
     DAILY_USAGE,
@@ -33,6 +35,8 @@ FRAMES: dict[str, tuple[str, pl.Schema]] = {
     "plan_items": ("quota_plan_items", QUOTA_PLAN_ITEMS),
     "daily_usage": ("daily_usage", DAILY_USAGE),
     "failures": ("failures", FAILURES),
+    "arrays": ("month_arrays", ARRAYS),
+    "accounts": ("month_accounts", ACCOUNT_ROLLUP),
 }
 """MonthOutputs attribute -> (source name in the catalogue, schema)."""
 

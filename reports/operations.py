@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from reports.accounts import account_blocks
 from reports.context import Context
 from reports.evidence import Evidence, ratio
 from reports.findings import line_kind
@@ -57,7 +58,7 @@ def build_quota(ctx: Context) -> Section:
     blocks: list[Block] = [Message("quota.dry_run")]
     if items.is_empty():
         blocks.append(Message("quota.none"))
-        return Section("quota", tuple(blocks))
+        return Section("quota", tuple(blocks + account_blocks(ctx)))
     rows: list[Row] = []
     for row in items.sort(["cluster", "team", "kind", "name"], nulls_last=True).iter_rows(named=True):
         current = row["current_gpus"]
@@ -84,7 +85,7 @@ def build_quota(ctx: Context) -> Section:
         Column("col.expected_effect"),
     )
     blocks.append(Table(columns, tuple(rows)))
-    return Section("quota", tuple(blocks))
+    return Section("quota", tuple(blocks + account_blocks(ctx)))
 
 
 def build_completeness(ctx: Context) -> Section:

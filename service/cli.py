@@ -60,6 +60,7 @@ def validate_config(file: str) -> None:
 def simulate(out_dir: str, start: Any, days: int, seed: int, nodes: int) -> None:
     """Write a simulated fleet's history in real formats (never the warehouse)."""
     from service.progress import stage_progress
+    from simulator import MANIFEST_FILE
     from simulator import simulate as run_simulation
 
     with stage_progress("simulate") as progress:
@@ -69,26 +70,38 @@ def simulate(out_dir: str, start: Any, days: int, seed: int, nodes: int) -> None
     click.echo(f"wrote {len(manifest.files)} files to {out_dir} (seed {seed}); planted problems:")
     for problem in manifest.planted:
         click.echo(f"  - {problem.kind}: {problem.subject} ({problem.start} to {problem.end})")
+    click.echo(f"import it with: gpusteward import --ignore {MANIFEST_FILE} {out_dir}")
 
 
 @cli.command("import")
 @config_option
 @db_option
+@click.option(
+    "--ignore", "ignore", multiple=True, metavar="GLOB",
+    help="Also skip files (or folders) of folders whose name matches GLOB (repeatable) [config service.import_ignore].",
+)
+@click.option("--retry", is_flag=True, help="Read quarantined files again (after a fix), even if unchanged.")
 @click.argument("files", nargs=-1, required=True, type=click.Path(exists=True))
-def import_cmd(config_path: str | None, db_path: str | None, files: tuple[str, ...]) -> None:
-    """Read files (or folders of them) with the project's parsers into the warehouse. Idempotent."""
-    from service.importer import expand, import_files
+def import_cmd(
+    config_path: str | None, db_path: str | None, ignore: tuple[str, ...], retry: bool, files: tuple[str, ...]
+) -> None:
+    """Read files (or folders of them) with the project's parsers into the warehouse. Idempotent.
+
+    A file that cannot be read is quarantined with its reason (`gpusteward status` lists them), the
+    others are stored; the command then exits 1 naming the bad files."""
+    from service.importer import expand, ignore_patterns, import_files
     from warehouse import open_warehouse
 
     config = load(config_path)
-    paths = expand([Path(f) for f in files])
+    patterns = ignore_patterns(config, ignore)
+    paths = expand([Path(f) for f in files], ignore=patterns)
     with (
         open_warehouse(
             db_path_of(config, db_path), threads=config.warehouse.threads, memory_limit=config.warehouse.memory_limit
         ) as wh,
         click.progressbar(length=len(paths), label="importing", file=sys.stderr) as bar,
     ):
-        summary = import_files(wh, paths, on_file=lambda _p: bar.update(1), config=config)
+        summary = import_files(wh, paths, on_file=lambda _p: bar.update(1), config=config, ignore=(), retry=retry)
     stored = ", ".join(f"{name} {n:,}" for name, n in sorted(summary.rows_stored.items()))
     click.echo(f"imported {summary.files_ok} files; new rows: {stored or 'none'}")
     for problem in summary.problems:
@@ -96,6 +109,11 @@ def import_cmd(config_path: str | None, db_path: str | None, files: tuple[str, .
     for error in summary.errors:
         click.echo(f"error: {error}", err=True)
     if summary.errors:
+        click.echo(
+            f"{len(summary.failed)} file(s) stored nothing and are quarantined: "
+            + ", ".join(str(p) for p in summary.failed),
+            err=True,
+        )
         sys.exit(1)
 
 
@@ -122,6 +140,11 @@ def status(config_path: str | None, db_path: str | None, as_json: bool) -> None:
             f"{row['month']} {row['cluster']}: {row['present']:,}/{row['expected']:,} GPU-minutes ({pct});"
             f" missing {row['missing']:,}" + (f"; largest gap {row['detail']}" if row["detail"] else "")
         )
+    quarantined = info.get("quarantine", [])
+    click.echo(f"quarantined files: {len(quarantined)}" + (" (`gpusteward import --retry FILE` reads one again)"
+                                                          if quarantined else ""))
+    for q in quarantined:
+        click.echo(f"  {q['path']}  since {q['first_seen'][:16]} UTC, {q['attempts']} read(s): {q['reason']}")
 
 
 @cli.command()

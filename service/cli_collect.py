@@ -108,12 +108,13 @@ def collect(  # noqa: PLR0917 - click passes options as keyword arguments
                     "no targets: give --targets FILE or --target host:port (dcgm-exporter), "
                     "or --inference-targets FILE or --inference-target host:port"
                 )
-            failed = _scrape_once(wh, targets, cluster, timeout_s) if targets else 0
+            failed = _scrape_once(wh, targets, cluster, timeout_s) if targets else []
             if inference:
                 failed += _scrape_inference_once(
                     wh, config, inference, cluster, timeout_s=timeout_s, window_s=inference_window_s
                 )
             if failed:
+                click.echo(f"failed targets: {', '.join(failed)}", err=True)
                 sys.exit(1)
         else:
             if prom_url is None or start is None or end is None:
@@ -140,21 +141,25 @@ def _report(batch: CollectedBatch) -> None:
         click.echo(f"  {problem}", err=True)
 
 
-def _scrape_once(wh: Warehouse, targets: list[Target], cluster: str, timeout_s: float) -> int:
-    """Scrape the dcgm-exporters once; returns how many targets failed."""
+def _failed_targets(scraper: Scraper) -> list[str]:
+    return [url for url, state in scraper.states.items() if not state.up]
+
+
+def _scrape_once(wh: Warehouse, targets: list[Target], cluster: str, timeout_s: float) -> list[str]:
+    """Scrape the dcgm-exporters once; returns the URLs of the targets that failed."""
     scraper = Scraper(targets, settings=ScrapeSettings(timeout_s=timeout_s, default_cluster=cluster))
     batch = scraper.collect(flush=True)
     stored = _store(wh, batch, "scrape")
     up = sum(1 for s in scraper.states.values() if s.up)
     click.echo(f"scraped {up}/{len(targets)} targets; stored {stored.get('gpu_minutes', 0)} GPU-minutes")
     _report(batch)
-    return len(targets) - up
+    return _failed_targets(scraper)
 
 
 def _scrape_inference_once(
     wh: Warehouse, config: Config, targets: list[Target], cluster: str, *, timeout_s: float, window_s: float
-) -> int:
-    """Scrape the inference servers twice, `window_s` apart, and store the windows; returns targets that failed."""
+) -> list[str]:
+    """Scrape the inference servers twice, `window_s` apart, and store the windows; returns the targets that failed."""
     scraper = InferenceScraper(
         targets, mappings=mapping_index(config), settings=ScrapeSettings(timeout_s=timeout_s, default_cluster=cluster)
     )
@@ -168,7 +173,7 @@ def _scrape_inference_once(
         f"scraped {up}/{len(targets)} inference targets; stored {stored.get('inference_windows', 0)} inference windows"
     )
     _report(batch)
-    return len(targets) - up
+    return _failed_targets(scraper)
 
 
 def _backfill(

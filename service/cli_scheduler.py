@@ -9,12 +9,10 @@ value, and with `--dry-run` reads for real and only reports.
 from __future__ import annotations
 
 import json
-import os
 from datetime import UTC, datetime
 from typing import Any
 
 import click
-import polars as pl
 
 from collectors.slurm import (
     DryRunScheduler,
@@ -24,18 +22,10 @@ from collectors.slurm import (
     SacctmgrQuotaWriter,
     SlurmCli,
     SlurmClient,
-    SlurmRest,
     next_window,
 )
 from gpusteward.errors import StewardError
-
-
-def _rest(socket: str | None, url: str | None, user: str | None) -> SlurmRest | None:
-    if socket:
-        return SlurmRest(socket=socket)
-    if url:
-        return SlurmRest(base_url=url, user=user, token=os.environ.get("SLURM_JWT"))
-    return None
+from service.slurm_queue import queue_snapshot, slurm_rest
 
 
 def _limit(value: str) -> int | None:
@@ -52,7 +42,7 @@ def scheduler(
     ctx: click.Context, cluster: str, rest_socket: str | None, rest_url: str | None, rest_user: str | None
 ) -> None:
     """Read jobs and quotas from Slurm; read and set GPU limits (GrpTRES gres/gpu)."""
-    rest = _rest(rest_socket, rest_url, rest_user)
+    rest = slurm_rest(rest_socket, rest_url, rest_user)
     if rest is not None:
         ctx.call_on_close(rest.close)
     ctx.obj = {"cluster": cluster, "rest": rest}
@@ -62,8 +52,9 @@ def scheduler(
 @click.option("--db", "db_path", required=True, type=click.Path(dir_okay=False), help="Warehouse file.")
 @click.pass_context
 def collect(ctx: click.Context, db_path: str) -> None:
-    """Collect jobs since the last watermark (with overlap), the current quotas and the GPUs in use
-    against them into the warehouse; the watermark is kept in the warehouse."""
+    """Collect jobs since the last watermark (with overlap), the current quotas, the GPUs in use
+    against them (an account counting its subaccounts) and the pending jobs with the reason each
+    waits into the warehouse; the watermark is kept in the warehouse."""
     from warehouse import open_warehouse
     from warehouse.watermarks import get_watermark, set_watermark
 
@@ -74,8 +65,7 @@ def collect(ctx: click.Context, db_path: str) -> None:
         window = next_window(get_watermark(wh, key), now)
         try:
             jobs = client.jobs(window.start, window.end)
-            quotas = client.quotas(now)
-            quotas.add("quota_usage", _usage_of_every_quota(quotas.frames.get("quota_snapshots"), client.usage(now)))
+            quotas = queue_snapshot(client, now)
         except StewardError as exc:
             raise click.ClickException(str(exc)) from exc
         stored: dict[str, Any] = {}
@@ -84,22 +74,6 @@ def collect(ctx: click.Context, db_path: str) -> None:
             stored[batch.source] = result.stored
         set_watermark(wh, key, window.end)
     click.echo(json.dumps({"window": [str(window.start), str(window.end)], "stored": stored}, indent=2))
-
-
-def _usage_of_every_quota(snapshots: pl.DataFrame | None, usage: pl.DataFrame) -> pl.DataFrame:
-    """Usage for every quota of the snapshot: one with no running or pending job uses 0 GPUs (a
-    fact worth storing), not "no data"."""
-    if snapshots is None or snapshots.is_empty():
-        return usage
-    keys = ["cluster", "ts", "kind", "name"]
-    counts = ["gpus_in_use", "jobs_running", "jobs_pending"]
-    return (
-        snapshots.select(keys)
-        .unique()
-        .join(usage, on=keys, how="full", coalesce=True)
-        .with_columns(pl.col(c).fill_null(0) for c in counts)
-        .sort(keys)
-    )
 
 
 @scheduler.group("quota")

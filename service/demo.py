@@ -14,7 +14,7 @@ import click
 from gpusteward.config import example_config_path, load_config
 from gpusteward.domain import Month
 from quota.plan import Plan, render_text
-from service.importer import import_files
+from service.importer import ignore_patterns, import_files
 from service.pipeline import evaluate, raise_alerts, write_reviews
 from service.progress import stage_progress
 from warehouse import open_warehouse
@@ -23,12 +23,13 @@ DEMO_START = date(2026, 10, 1)
 
 
 def run_demo(out_dir: Path, *, seed: int, days: int, nodes: int, serve: bool) -> None:
-    from simulator import simulate
+    from simulator import IMPORT_IGNORE, simulate
 
     out_dir.mkdir(parents=True, exist_ok=True)
     config_path = out_dir / "gpusteward.toml"
     shutil.copyfile(example_config_path(), config_path)
     config = load_config(config_path)
+    ignore = ignore_patterns(config, IMPORT_IGNORE)  # the simulator's manifest is not telemetry
     data_dir = out_dir / "data"
     month = Month(DEMO_START.year, DEMO_START.month)
     clock = _Stopwatch()
@@ -40,7 +41,9 @@ def run_demo(out_dir: Path, *, seed: int, days: int, nodes: int, serve: bool) ->
     db_path = Path(config.resolve(config.warehouse.path))
     with open_warehouse(db_path, threads=config.warehouse.threads, memory_limit=config.warehouse.memory_limit) as wh:
         with click.progressbar(length=len(manifest.files), label="importing", file=None) as bar:
-            summary = import_files(wh, [data_dir], on_file=lambda _p: bar.update(1), config=config)
+            summary = import_files(
+                wh, [data_dir], on_file=lambda _p: bar.update(1), config=config, ignore=ignore
+            )
         if summary.errors:
             raise click.ClickException("import failed:\n" + "\n".join(summary.errors))
         clock.lap("import", f"{sum(summary.rows_stored.values()):,} rows into {db_path}")
@@ -83,7 +86,8 @@ def run_demo(out_dir: Path, *, seed: int, days: int, nodes: int, serve: bool) ->
     if serve:
         from service.serve import ServeSettings, serve_with_dashboard
 
-        serve_with_dashboard(str(config_path), ServeSettings(read_model=out_dir / "readmodel", import_dirs=(data_dir,)))
+        settings = ServeSettings(read_model=out_dir / "readmodel", import_dirs=(data_dir,), import_ignore=ignore)
+        serve_with_dashboard(str(config_path), settings)
 
 
 class _Stopwatch:

@@ -180,6 +180,17 @@ class ServiceMetrics:
         self.collection_errors = Counter(
             "gpusteward_collection_errors", "failed collections per source", ["source"], registry=r
         )
+        self.files_quarantined = Counter(
+            "gpusteward_files_quarantined",
+            "files an import job could not read and quarantined, per source (docs/service.md#quarantine)",
+            ["source"],
+            registry=r,
+        )
+        self.quarantined_files = Gauge(
+            "gpusteward_quarantined_files",
+            "files in quarantine now, in the whole warehouse (`gpusteward status` lists them)",
+            registry=r,
+        )
         self.rows_ingested = Counter(
             "gpusteward_rows_ingested", "rows stored in the warehouse per table", ["table"], registry=r
         )
@@ -235,6 +246,11 @@ class ServiceMetrics:
         self.collection_up.labels(source).set(1 if ok else 0)
         if not ok:
             self.collection_errors.labels(source).inc()
+
+    def quarantine(self, source: str, *, new: int, held: int) -> None:
+        if new:
+            self.files_quarantined.labels(source).inc(new)
+        self.quarantined_files.set(held)
 
     def delivered(self, outcomes: Mapping[str, bool], seconds: float) -> None:
         self.delivery_duration.observe(seconds)

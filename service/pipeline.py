@@ -21,6 +21,7 @@ from quota.plan import Plan
 from quota.recommender import recommend
 from reports import Review, build_review, write_review
 from service.alerting import run_alert_tick
+from sla.account_rollup import account_rollup
 from sla.month import evaluate_month
 from sla.outputs import MonthOutputs
 from sla.usage import queue_usage
@@ -43,7 +44,8 @@ def evaluate(wh: Warehouse, config: Config, month: Month) -> MonthOutputs:
     wh.store_plan(
         plan.id, month, plan.created_at, plan.status, dry_run=plan.dry_run, body=plan.to_dict(), items=plan.to_frame()
     )
-    outputs = dataclasses.replace(outputs, plan_items=plan.to_frame())
+    accounts = account_rollup(*wh.slurm_queue(month))
+    outputs = dataclasses.replace(outputs, plan_items=plan.to_frame(), accounts=accounts)
     wh.store_month_outputs(outputs)
     return outputs
 

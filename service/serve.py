@@ -25,6 +25,7 @@ from alerts.model import Alert
 from alerts.notify import deliver
 from gpusteward.clock import Clock, SystemClock
 from gpusteward.config import Config
+from gpusteward.config.service import DEFAULT_IMPORT_IGNORE
 from gpusteward.domain import Month
 from service.api import ApiContext, Request, load_tokens, make_server
 from service.jobs import Job, JobResult, Scheduler
@@ -54,6 +55,7 @@ class ServeSettings:
 
     read_model: Path
     import_dirs: tuple[Path, ...] = ()
+    import_ignore: tuple[str, ...] = DEFAULT_IMPORT_IGNORE  # globs on names the folder imports never read
     host: str = "127.0.0.1"
     port: int = 9464
     token_files: tuple[Path, ...] = ()
@@ -119,6 +121,12 @@ class Service:
                 self.shared.review_requests.append(Month.parse(request.month) if request.month else None)
                 if self.scheduler is not None:
                     self.scheduler.poke("review")
+            if request.action == "import.retry":
+                self.shared.retry_files.add(request.target)
+                if self.scheduler is not None:
+                    for name in self.scheduler.states:
+                        if name.startswith("import:"):
+                            self.scheduler.poke(name)
             self._publish()
         return {"action_id": entry.action_id, "action": entry.action, "target": entry.target, "actor": entry.actor}
 
@@ -127,7 +135,9 @@ class Service:
     def _jobs(self, wh: Warehouse) -> list[Job]:
         s, shared, m = self.settings, self.shared, self.metrics
         jobs: list[Job] = [
-            FolderImport(f"import:{d.name or d}", s.import_interval, [d], wh, shared, m, settle=s.settle)
+            FolderImport(
+                f"import:{d.name or d}", s.import_interval, [d], wh, shared, m, settle=s.settle, ignore=s.import_ignore
+            )
             for d in s.import_dirs
         ]
         for src, interval in s.live_sources:
@@ -318,6 +328,7 @@ def settings_from_config(
 ) -> ServeSettings:
     """The `[service]` table of the config, with what the command line gave in its place."""
     from service.live import scrape_sources
+    from service.slurm_queue import slurm_sources
 
     sc = config.service
     host, _, port = (listen or sc.listen).rpartition(":")
@@ -325,13 +336,17 @@ def settings_from_config(
     return ServeSettings(
         read_model=Path(model or Path(config.resolve(config.warehouse.path)).parent / "readmodel"),
         import_dirs=tuple(Path(d) for d in import_dirs) or tuple(Path(config.resolve(d)) for d in sc.import_dirs),
+        import_ignore=tuple(sc.import_ignore),
         host=host or "127.0.0.1",
         port=int(port),
         token_files=tuple(Path(f) for f in token_files) or tuple(Path(config.resolve(f)) for f in sc.token_files),
         import_interval=interval or sc.import_interval,
         alerts_interval=interval or sc.alerts_interval,
         evaluate_interval=evaluate_every or sc.evaluate_interval,
-        live_sources=tuple((src, src.spec.interval) for src in scrape_sources(config)),
+        live_sources=(
+            *((src, src.spec.interval) for src in scrape_sources(config)),
+            *((src, src.spec.interval) for src in slurm_sources(config)),
+        ),
     )
 
 

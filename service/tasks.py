@@ -17,12 +17,12 @@ from typing import Protocol
 from prometheus_client import CollectorRegistry
 
 from collectors.batch import CollectedBatch
-from collectors.files import read_file, sort_for_import
+from collectors.files import sort_for_import
 from collectors.inference import WindowState
 from gpusteward.config import Config
+from gpusteward.config.service import DEFAULT_IMPORT_IGNORE
 from gpusteward.domain import Month
-from gpusteward.errors import InputError
-from service.importer import expand
+from service.importer import expand, import_one
 from service.jobs import JobResult
 from service.metrics import ServiceMetrics
 from service.pipeline import evaluate, latest_month, raise_alerts, write_reviews
@@ -37,6 +37,7 @@ class Shared:
     evaluated: set[str] = field(default_factory=set)  # months evaluated since the last new data
     alerts_due: bool = False
     review_requests: list[Month | None] = field(default_factory=list)  # None: the latest month
+    retry_files: set[str] = field(default_factory=set)  # quarantined paths to read again (control API)
 
 
 class LiveSource(Protocol):
@@ -57,7 +58,9 @@ class LiveSource(Protocol):
 
 @dataclass
 class FolderImport:
-    """Import files that appeared (or changed) in `folders` since the last run: one source per job."""
+    """Import files that appeared (or changed) in `folders` since the last run: one source per job.
+
+    A file that cannot be read is quarantined (service.importer) and never stops the others."""
 
     name: str
     interval: timedelta
@@ -66,6 +69,7 @@ class FolderImport:
     shared: Shared
     metrics: ServiceMetrics
     settle: timedelta = timedelta(0)  # skip files modified this recently (still being written)
+    ignore: tuple[str, ...] = DEFAULT_IMPORT_IGNORE  # globs on names never read (config service.import_ignore)
     _seen: dict[str, FileSignature] | None = None  # read from the warehouse on the first run
     _state: WindowState = field(default_factory=WindowState)
 
@@ -73,8 +77,12 @@ class FolderImport:
         if self._seen is None:
             self._seen = self.wh.imported_files()  # a restarted service skips what it already stored
         seen = self._seen
+        retry = {p for p in self.shared.retry_files if any(Path(p).is_relative_to(f) for f in self.folders)}
+        for again in retry:
+            seen.pop(again, None)
+        self.shared.retry_files -= retry
         fresh: dict[Path, FileSignature] = {}
-        for path in expand([f for f in self.folders if f.exists()]):
+        for path in expand([f for f in self.folders if f.exists()], ignore=self.ignore):
             try:
                 stat = path.stat()
             except FileNotFoundError:
@@ -84,23 +92,23 @@ class FolderImport:
                 continue
             fresh[path] = signature
         rows: dict[str, int] = {}
-        errors = []
+        failed = quarantined = 0
         for path in sort_for_import(list(fresh)):
-            signature = fresh[path]
-            try:
-                batch = read_file(path, inference_state=self._state)
-                result = self.wh.ingest(str(path), batch.frames, [str(p) for p in batch.problems], file=signature)
-            except (InputError, OSError) as exc:
-                errors.append(str(exc))
-                self.wh.record_failed_import(str(path), str(exc), file=signature)
+            outcome = import_one(
+                self.wh, path, source=self.name, state=self._state, signature=fresh[path], retry=str(path) in retry
+            )
+            if outcome.result is None:
+                failed += 1
+                quarantined += outcome.quarantined
             else:
-                for table, n in result.stored.items():
+                for table, n in outcome.result.stored.items():
                     rows[table] = rows.get(table, 0) + n
-            seen[str(path)] = signature
-        self.metrics.collection(self.name, ok=not errors)
+            seen[str(path)] = fresh[path]
+        self.metrics.collection(self.name, ok=not failed)
+        self.metrics.quarantine(self.name, new=quarantined, held=self.wh.quarantined().height)
         if any(rows.values()):
             self.shared.dirty = True
-        detail = f"{len(fresh)} files, {sum(rows.values())} rows" + (f", {len(errors)} failed" if errors else "")
+        detail = f"{len(fresh)} files, {sum(rows.values())} rows" + (f", {failed} failed" if failed else "")
         return JobResult(wrote=bool(fresh), rows=rows, detail=detail)
 
 

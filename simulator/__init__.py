@@ -3,7 +3,7 @@
 `simulate(out_dir, start, days, seed)` is the whole interface; see docs/simulator.md.
 """
 
-from simulator.manifest import ClusterInfo, Manifest, Problem
+from simulator.manifest import IMPORT_IGNORE, MANIFEST_FILE, ClusterInfo, Manifest, Problem
 from simulator.run import simulate
 
-__all__ = ["ClusterInfo", "Manifest", "Problem", "simulate"]
+__all__ = ["IMPORT_IGNORE", "MANIFEST_FILE", "ClusterInfo", "Manifest", "Problem", "simulate"]

@@ -7,6 +7,10 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
+MANIFEST_FILE = "manifest.json"
+# Not telemetry: an importer of the simulator's output skips it (`import --ignore`, `import_ignore`).
+IMPORT_IGNORE = (MANIFEST_FILE,)
+
 
 @dataclass(frozen=True)
 class Problem:

@@ -20,7 +20,7 @@ from simulator import measure
 from simulator.fleet import Cluster, Fleet, build_fleet
 from simulator.inference import ReplicaSeries, place_replicas, simulate_services
 from simulator.jobs import Run
-from simulator.manifest import ClusterInfo, Manifest
+from simulator.manifest import MANIFEST_FILE, ClusterInfo, Manifest
 from simulator.plan import DAY_S, Plan, make_plan
 from simulator.problems import World, incidents, planted_problems
 from simulator.scheduler import Scheduler
@@ -171,7 +171,7 @@ def simulate(  # noqa: PLR0917 - the CLI's interface, positional as documented
         files=tuple(sorted(files)),
     )
     _remove_stale(out_dir, set(manifest.files))
-    (out_dir / "manifest.json").write_text(manifest.to_json(), encoding="utf-8")
+    (out_dir / MANIFEST_FILE).write_text(manifest.to_json(), encoding="utf-8")
     return manifest
 
 

@@ -140,6 +140,17 @@ def with_overlap(jobs: pl.DataFrame, window: Window) -> pl.DataFrame:
     )
 
 
+def job_label() -> pl.Expr:
+    """How a job is named to a reader: `123_4` for task 4 of array 123, as sacct and squeue print it
+    (the task's own id, JobIDRaw, means nothing to its owner), else its job id."""
+    task = pl.col("array_task_id").cast(pl.Utf8).fill_null("?")
+    return (
+        pl.when(pl.col("array_job_id").is_not_null())
+        .then(pl.format("{}_{}", pl.col("array_job_id"), task))
+        .otherwise(pl.col("job_id").cast(pl.Utf8))
+    )
+
+
 def started_in(window: Window) -> pl.Expr:
     return pl.col("start_time").is_not_null() & pl.col("start_time").is_between(
         window.start, window.end, closed="left"

@@ -44,14 +44,37 @@ RETRY_WITHIN = timedelta(hours=6)
 
 
 def _next_start(setbacks: pl.DataFrame, started: pl.DataFrame, by: list[str]) -> pl.Series:
-    """For each setback, the start of the first record sharing `by` submitted at or after its end (RETRY_WITHIN)."""
-    right = started.select(*by, "submit_time", pl.col("start_time").alias("_next")).drop_nulls(by).sort("submit_time")
-    left = setbacks.select(*by, "end_time", pl.int_range(pl.len()).alias("_i")).sort("end_time")
-    joined = left.join_asof(
-        right, left_on="end_time", right_on="submit_time", by=by, strategy="forward", tolerance=RETRY_WITHIN,
-        check_sortedness=False,
+    """For each setback, the start of the first other record sharing `by` submitted at or after its end
+    (RETRY_WITHIN). The setback's own record never counts: a record submitted, started and ended in the
+    same second (a job preempted with PreemptMode=CANCEL at once) would otherwise be its own recovery.
+
+    Records of a group are numbered in submit order (`_k`); the first record submitted at or after the
+    end is found with an as-of join, and when that is the setback itself, the one after it is taken:
+    sorted joins only, so a group of many same-named records costs no pairwise product.
+    """
+    right = (
+        started.select(*by, "submit_time", pl.col("start_time").alias("_next"), pl.col("job_id").alias("_job"))
+        .drop_nulls(by)
+        .sort(*by, "submit_time", "_job")
+        .with_columns(pl.int_range(pl.len()).over(by).alias("_k"))
     )
-    return joined.sort("_i")["_next"]
+    firsts = right.group_by(*by, "submit_time").agg(pl.col("_k").min()).sort("submit_time")
+    left = setbacks.select(
+        *by, "end_time", pl.col("submit_time").alias("_own_submit"), pl.col("job_id").alias("_own_job"),
+        pl.int_range(pl.len()).alias("_i"),
+    ).sort("end_time")
+    first = left.join_asof(
+        firsts, left_on="end_time", right_on="submit_time", by=by, strategy="forward", check_sortedness=False,
+    ).drop("submit_time")
+    own = right.select(*by, pl.col("submit_time").alias("_own_submit"), pl.col("_job").alias("_own_job"),
+                       pl.col("_k").alias("_own_k"))
+    picked = first.join(own, on=[*by, "_own_submit", "_own_job"], how="left", nulls_equal=True).with_columns(
+        pl.when(pl.col("_k") == pl.col("_own_k")).then(pl.col("_k") + 1).otherwise(pl.col("_k")).alias("_k")
+    )
+    found = picked.join(right.select(*by, "_k", "submit_time", "_next"), on=[*by, "_k"], how="left",
+                        nulls_equal=True)
+    within = pl.col("submit_time") <= pl.col("end_time") + RETRY_WITHIN
+    return found.sort("_i").select(pl.when(within).then(pl.col("_next")).alias("_next"))["_next"]
 
 
 def recoveries(jobs: pl.DataFrame, window: Window) -> pl.DataFrame:

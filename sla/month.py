@@ -9,6 +9,7 @@ from __future__ import annotations
 import polars as pl
 
 from gpusteward.config.schema import Config
+from sla.arrays import array_summary
 from sla.completeness import completeness
 from sla.daily import daily_usage
 from sla.evaluator import EvaluatorRegistry, evaluate
@@ -37,4 +38,5 @@ def evaluate_month(
         gpu_states=idle_by_gpu(inputs, config),
         daily_usage=daily_usage(inputs, config),
         failures=failures(inputs, config),
+        arrays=array_summary(inputs, config),
     )

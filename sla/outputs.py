@@ -7,7 +7,7 @@ from dataclasses import dataclass, field
 import polars as pl
 
 from gpusteward.domain import Month
-from sla.results import DAILY_USAGE, FAILURES, IDLE_BY_GPU, LEDGER
+from sla.results import ACCOUNT_ROLLUP, ARRAYS, DAILY_USAGE, FAILURES, IDLE_BY_GPU, LEDGER
 
 
 def _empty_ledger() -> pl.DataFrame:
@@ -26,15 +26,24 @@ def _empty_failures() -> pl.DataFrame:
     return pl.DataFrame(schema=FAILURES)
 
 
+def _empty_arrays() -> pl.DataFrame:
+    return pl.DataFrame(schema=ARRAYS)
+
+
+def _empty_accounts() -> pl.DataFrame:
+    return pl.DataFrame(schema=ACCOUNT_ROLLUP)
+
+
 @dataclass(frozen=True)
 class MonthOutputs:
     """Frames follow the schemas of sla/results.py.
 
     results: SLA_RESULTS; idle: IDLE_BY_JOB; episodes: BREACH_EPISODES; usage: USAGE;
     completeness: COMPLETENESS; plan_items: QUOTA_PLAN_ITEMS of the month's latest plan (may be empty);
-    ledger: LEDGER; gpu_states: IDLE_BY_GPU; daily_usage: DAILY_USAGE; failures: FAILURES. The last
-    four default to empty frames, so that readers of stored months written before they existed still
-    build a MonthOutputs.
+    ledger: LEDGER; gpu_states: IDLE_BY_GPU; daily_usage: DAILY_USAGE; failures: FAILURES; arrays:
+    ARRAYS; accounts: ACCOUNT_ROLLUP (filled in by the caller that reads the Slurm queue snapshots,
+    like plan_items). The last six default to empty frames, so that readers of stored months written
+    before they existed still build a MonthOutputs.
     """
 
     month: Month
@@ -48,3 +57,5 @@ class MonthOutputs:
     gpu_states: pl.DataFrame = field(default_factory=_empty_gpu_states)
     daily_usage: pl.DataFrame = field(default_factory=_empty_daily_usage)
     failures: pl.DataFrame = field(default_factory=_empty_failures)
+    arrays: pl.DataFrame = field(default_factory=_empty_arrays)
+    accounts: pl.DataFrame = field(default_factory=_empty_accounts)

@@ -1,7 +1,8 @@
 """Waiting and holding lines: maximum queue wait per queue, and interactive idle and lifecycle limits.
 
 - queue_wait: a job breaches from the moment its wait (from eligible, else submit) crosses the limit
-  until it starts (or the end of the window while it still waits). The breaches of one queue
+  until it starts, until it ends without starting (cancelled while pending), or until the end of the
+  window while it still waits. The breaches of one queue
   ("cluster/partition") that overlap or touch form one run: the queue was starving throughout. Runs
   less than the line's `resolve_after` apart join one episode (default a week): a queue that lets
   its jobs through for a while and starves them again has not recovered. A job that became eligible inside the peak
@@ -23,7 +24,7 @@ import polars as pl
 from gpusteward.config.schema import Config
 from gpusteward.domain import Scenario
 from gpusteward.objectives import interactive_limits
-from sla.common import classified_jobs, human_duration, window_of
+from sla.common import classified_jobs, human_duration, job_label, window_of
 from sla.inputs import EvaluationInputs
 from sla.minute_digest import minute_digest
 from sla.protection_common import (
@@ -70,20 +71,21 @@ class QueueWaitLine:
                 .with_columns(
                     (pl.col("_ready") + pl.duration(microseconds=(pl.col("limit_s") * 1e6).cast(pl.Int64)))
                     .alias("start"),
-                    # A job cancelled while pending waited until it was cancelled, not until the window's end.
+                    # A job waits until it starts, or until it ends without starting (cancelled while
+                    # pending, rejected): only a job with neither is still waiting at the window's end.
                     pl.min_horizontal(pl.coalesce("start_time", "end_time", pl.lit(window.end)), pl.lit(window.end))
                     .alias("end"),
                 )
                 .with_columns(pl.max_horizontal("start", pl.lit(window.start)).alias("start"))
                 .filter(pl.col("end") > pl.col("start"))
                 .with_columns(((pl.col("end") - pl.col("_ready")).dt.total_seconds()).alias("wait_s"))
-                .select("queue", "start", "end", "job_id", "wait_s", "limit_s")
+                .select("queue", "start", "end", "job_id", job_label().alias("job"), "wait_s", "limit_s")
             )
             runs = merge_intervals(waited, ["queue"])
             for ep in join_runs(runs, ["queue"], for_=line.for_, resolve_after=line.resolve_after):
                 order = sorted(range(len(ep["job_id"])), key=lambda i: (-ep["wait_s"][i], ep["job_id"][i]))
                 named = ", ".join(
-                    f"job {ep['job_id'][i]} waited {human_duration(ep['wait_s'][i])}" for i in order[:_MAX_NAMED]
+                    f"job {ep['job'][i]} waited {human_duration(ep['wait_s'][i])}" for i in order[:_MAX_NAMED]
                 )
                 evidence = f"{len(order)} jobs waited past {human_duration(min(ep['limit_s']))}: {named}"
                 rows.append(episode_row(

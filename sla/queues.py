@@ -26,6 +26,7 @@ from sla.common import (
     ended_in,
     fmt_ratio,
     human_duration,
+    job_label,
     result_row,
     results_frame,
     slo_for,
@@ -88,7 +89,7 @@ class QueueEvaluator:
                 pl.col("wait_s").quantile(0.95, interpolation="linear").alias("p95"),
                 pl.col("wait_s").max().alias("max"),
                 # The longest wait names its record so a reader can find it.
-                pl.col("job_id").sort_by(pl.col("wait_s").fill_null(-1.0), descending=True).first().alias("worst_job"),
+                job_label().sort_by(pl.col("wait_s").fill_null(-1.0), descending=True).first().alias("worst_job"),
                 pl.col("team").sort_by(pl.col("wait_s").fill_null(-1.0), descending=True).first().alias("worst_team"),
             )
             .sort("scenario", "queue")

@@ -133,6 +133,44 @@ DAILY_USAGE = schema(
     }
 )
 
+ARRAYS = schema(
+    {
+        "cluster": pl.Utf8,
+        "array_job_id": pl.Int64,  # the array's id: the `123` of its tasks `123_4`
+        "name": pl.Utf8,  # job name as the scheduler recorded it
+        "scenario": pl.Utf8,
+        "team": pl.Utf8,
+        "queue": pl.Utf8,  # "<cluster>/<partition>"
+        "tasks": pl.Int64,  # distinct tasks with a record in the window
+        "records": pl.Int64,  # their records (a requeued task has several)
+        "started": pl.Int64,  # records that started in the window
+        "completed": pl.Int64,  # tasks whose latest record completed
+        "failed": pl.Int64,  # ... ended in one of domain.FAILURE_STATES
+        "cancelled": pl.Int64,
+        "other": pl.Int64,  # still pending or running, or ended otherwise (preempted)
+        "wait_p50_s": pl.Float64,  # eligible -> start of the records that started in the window
+        "wait_max_s": pl.Float64,
+        "longest_wait_task": pl.Utf8,  # the task that waited longest, as sacct names it (123_4)
+    }
+)
+
+ACCOUNT_ROLLUP = schema(
+    {
+        "cluster": pl.Utf8,
+        "account": pl.Utf8,
+        "parent": pl.Utf8,  # null for a top-level account (under Slurm's root)
+        "path": pl.Utf8,  # "research/vision": the account under its ancestors, root left out
+        "depth": pl.Int32,  # 0 for a top-level account
+        "gpu_limit": pl.Int32,  # its own GrpTRES gres/gpu in the latest tree; null = none of its own
+        "peak_gpus_in_use": pl.Int32,  # most GPUs its subtree held at one snapshot (children included)
+        "pending_jobs": pl.Int64,  # distinct jobs of its subtree seen pending in the month
+        "quota_waits": pl.Int64,  # ... of those, waiting on a quota (AssocGrp*, QOSGrp*)
+        "held_by_own_limit": pl.Int64,  # jobs of its subtree held back by this account's own limit
+        "held_by_parent": pl.Int64,  # its own jobs held back by an ancestor's limit
+        "parent_holding": pl.Utf8,  # the ancestor that held most of them
+    }
+)
+
 FAILURES = schema(
     {
         "scenario": pl.Utf8,

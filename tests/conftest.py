@@ -7,7 +7,7 @@ from collections.abc import Iterator
 
 import pytest
 
-pytest_plugins = ("tests.suite_rules",)
+pytest_plugins = ("tests.suite_rules", "tests.parallel")
 
 
 @pytest.fixture(autouse=True)

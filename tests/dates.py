@@ -64,7 +64,8 @@ def run(moment: Moment, pytest_args: list[str]) -> int:
     # sitecustomize imports time_machine before pytest starts, too early for its plugin's assert rewriting.
     early = "ignore:Module already imported so cannot be rewritten; time_machine:pytest.PytestAssertRewriteWarning"
     quiet = ["-W", early]
-    command = [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", *quiet, "-q", "--no-header",
+    workers = ["-n", os.environ.get("GPUSTEWARD_TEST_WORKERS", "2"), "--dist", "loadscope"]
+    command = [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", *quiet, "-q", "--no-header", *workers,
                *pytest_args, *SWEEP]
     print(f"== tests under {moment.when} {moment.tz} ({moment.why})", flush=True)
     return subprocess.run(command, cwd=ROOT, env=env, check=False).returncode

@@ -20,8 +20,10 @@ from gpusteward.tables import schema
 from warehouse.sql import run, scalar
 from warehouse.store import Warehouse
 
-Action = Literal["plan.approve", "plan.reject", "alert.silence", "alert.acknowledge", "review.trigger"]
-ACTIONS: tuple[Action, ...] = ("plan.approve", "plan.reject", "alert.silence", "alert.acknowledge", "review.trigger")
+Action = Literal["plan.approve", "plan.reject", "alert.silence", "alert.acknowledge", "review.trigger", "import.retry"]
+ACTIONS: tuple[Action, ...] = (
+    "plan.approve", "plan.reject", "alert.silence", "alert.acknowledge", "review.trigger", "import.retry"
+)
 
 CONTROL_ACTIONS = schema(
     {
@@ -111,6 +113,10 @@ def record(
             raise ControlError(f"no alert {target!r}", status=404)
         if action == "alert.silence" and (until is None or _naive(until) <= _naive(at)):
             raise ControlError("a silence needs an end in the future", status=400)
+    elif action == "import.retry" and not scalar(
+        con, "SELECT count(*) FROM quarantined_files WHERE path = ?", [target]
+    ):
+        raise ControlError(f"no quarantined file at {target!r} (`gpusteward status` lists them)", status=404)
     entry = ActionRecord(uuid.uuid4().hex, _naive(at), actor, action, target, _naive(until) if until else None, reason)
     run(
         con,

@@ -1,4 +1,5 @@
-"""Typed reads of the month's daily usage and failed job records (migration 008).
+"""Typed reads of the month's daily usage, failed job records (migration 008) job arrays and the account tree
+rolled up (018).
 
 They are written by `Warehouse.store_month_outputs` with the other month outputs, one month replaced
 at a time; these functions read one month back in the schemas of sla/results.py.
@@ -11,7 +12,7 @@ import polars as pl
 
 from gpusteward import tables
 from gpusteward.domain import Month
-from sla.results import DAILY_USAGE, FAILURES
+from sla.results import ACCOUNT_ROLLUP, ARRAYS, DAILY_USAGE, FAILURES
 
 
 def _month(con: duckdb.DuckDBPyConnection, table: str, month: Month, schema: pl.Schema) -> pl.DataFrame:
@@ -29,3 +30,15 @@ def month_failures(con: duckdb.DuckDBPyConnection, month: Month) -> pl.DataFrame
     return _month(con, "failures", month, FAILURES).sort(
         ["records", "scenario", "team", "queue", "name", "state"], descending=[True, False, False, False, False, False]
     )
+
+
+def month_arrays(con: duckdb.DuckDBPyConnection, month: Month) -> pl.DataFrame:
+    """ARRAYS rows stored for `month`, most tasks first."""
+    return _month(con, "month_arrays", month, ARRAYS).sort(
+        ["tasks", "cluster", "array_job_id"], descending=[True, False, False]
+    )
+
+
+def month_accounts(con: duckdb.DuckDBPyConnection, month: Month) -> pl.DataFrame:
+    """ACCOUNT_ROLLUP rows stored for `month`, in tree order."""
+    return _month(con, "month_accounts", month, ACCOUNT_ROLLUP).sort("cluster", "path")

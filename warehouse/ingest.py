@@ -12,7 +12,8 @@ import duckdb
 import polars as pl
 
 from gpusteward import tables
-from warehouse.sql import run, scalar
+from warehouse.identities import record_identities
+from warehouse.sql import run, scalar, unregister
 
 # table -> (schema, conflict action). Jobs are replaced: a RUNNING record later ends.
 _KEYED: dict[str, tuple[pl.Schema, str]] = {
@@ -21,6 +22,8 @@ _KEYED: dict[str, tuple[pl.Schema, str]] = {
     "inference_windows": (tables.INFERENCE_WINDOWS, "IGNORE"),
     "quota_snapshots": (tables.QUOTA_SNAPSHOTS, "IGNORE"),
     "quota_usage": (tables.QUOTA_USAGE, "IGNORE"),
+    "account_tree": (tables.ACCOUNT_TREE, "IGNORE"),
+    "pending_jobs": (tables.PENDING_JOBS, "IGNORE"),
 }
 _KEYS: dict[str, tuple[str, ...]] = {
     "jobs": tables.JOBS_KEY,
@@ -28,6 +31,8 @@ _KEYS: dict[str, tuple[str, ...]] = {
     "inference_windows": tables.INFERENCE_WINDOWS_KEY,
     "quota_snapshots": tables.QUOTA_SNAPSHOTS_KEY,
     "quota_usage": tables.QUOTA_USAGE_KEY,
+    "account_tree": tables.ACCOUNT_TREE_KEY,
+    "pending_jobs": tables.PENDING_JOBS_KEY,
 }
 
 
@@ -44,11 +49,23 @@ def ingest_keyed(con: duckdb.DuckDBPyConnection, table: str, frame: pl.DataFrame
     con.register("_batch", frame)
     try:
         cols = ", ".join(f'"{c}"' for c in schema)
-        run(con, f'INSERT OR {action} INTO "{table}" ({cols}) SELECT {cols} FROM _batch')  # noqa: S608
+        run(con, f'INSERT OR {action} INTO "{table}" ({cols}) {_source(table, schema)}')
     finally:
-        con.unregister("_batch")
+        unregister(con, "_batch")
     # Replaced job records are updates: only keys new to the table count as new rows.
     return _count(con, table) - before
+
+
+def _source(table: str, schema: pl.Schema) -> str:
+    """The SELECT feeding the insert. A job record replaced by another read of it keeps the values the
+    new read lacks (a `sacct -P` dump's exit code stays when the JSON of the same job, which has none
+    in 22.05, comes later; the JSON's priority stays when the `-P` dump comes later)."""
+    if table != "jobs":
+        return "SELECT " + ", ".join(f'"{c}"' for c in schema) + " FROM _batch"  # noqa: S608 - fixed names
+    keys = tables.JOBS_KEY
+    picks = [f'b."{c}"' if c in keys else f'coalesce(b."{c}", j."{c}")' for c in schema]
+    on = " AND ".join(f'b."{k}" = j."{k}"' for k in keys)
+    return f"SELECT {', '.join(picks)} FROM _batch b LEFT JOIN jobs j ON {on}"  # noqa: S608 - fixed names
 
 
 def _gpu_keys(con: duckdb.DuckDBPyConnection, frame: pl.DataFrame) -> pl.DataFrame:
@@ -74,9 +91,7 @@ def _gpu_keys(con: duckdb.DuckDBPyConnection, frame: pl.DataFrame) -> pl.DataFra
             """
             UPDATE gpus SET
                 first_seen = least(gpus.first_seen, s.first_seen),
-                last_seen = greatest(gpus.last_seen, s.last_seen),
-                uuid = coalesce(s.uuid, gpus.uuid),
-                model_name = coalesce(s.model_name, gpus.model_name)
+                last_seen = greatest(gpus.last_seen, s.last_seen)
             FROM _gpus s
             WHERE gpus.cluster = s.cluster AND gpus.host = s.host AND gpus.gpu = s.gpu
             """,
@@ -85,7 +100,7 @@ def _gpu_keys(con: duckdb.DuckDBPyConnection, frame: pl.DataFrame) -> pl.DataFra
             "SELECT g.cluster, g.host, g.gpu, g.gpu_key FROM gpus g SEMI JOIN _gpus s USING (cluster, host, gpu)"
         ).pl()
     finally:
-        con.unregister("_gpus")
+        unregister(con, "_gpus")
     typed: pl.DataFrame = keys.with_columns(pl.col("gpu").cast(pl.Int16), pl.col("gpu_key").cast(pl.Int32))
     return typed
 
@@ -170,14 +185,17 @@ def _register_jobs(con: duckdb.DuckDBPyConnection, rows: pl.DataFrame) -> None:
     try:
         run(con, "INSERT INTO job_labels (job_id) SELECT job_id FROM _jobs ANTI JOIN job_labels USING (job_id)")
     finally:
-        con.unregister("_jobs")
+        unregister(con, "_jobs")
 
 
-def ingest_gpu_minutes(con: duckdb.DuckDBPyConnection, frame: pl.DataFrame) -> int:
+def ingest_gpu_minutes(
+    con: duckdb.DuckDBPyConnection, frame: pl.DataFrame, *, source: str = "", changes: list[str] | None = None
+) -> int:
     """Insert GPU-minutes not stored yet; return how many were new.
 
     Minutes are stored as minutes since the epoch, so a `ts` that is not the start of a minute is
-    refused rather than moved.
+    refused rather than moved. The GPUs' identities join their history (warehouse/identities.py);
+    each change is appended to `changes`.
     """
     frame = tables.conform(frame, tables.GPU_MINUTES)
     if frame.is_empty():
@@ -185,6 +203,9 @@ def ingest_gpu_minutes(con: duckdb.DuckDBPyConnection, frame: pl.DataFrame) -> i
     if (frame["ts"].dt.epoch("us") % _US_PER_MINUTE != 0).any():
         raise ValueError("gpu_minutes: every ts must be the start of a minute")
     keys = _gpu_keys(con, frame)
+    found = record_identities(con, frame.select("cluster", "host", "gpu", "ts", "uuid", "model_name"), keys, source)
+    if changes is not None:
+        changes.extend(str(c) for c in found)
     rows = _serpentine(
         frame.join(keys, on=["cluster", "host", "gpu"], how="left")
         .select(["gpu_key", *_MINUTE_COLUMNS])
@@ -210,5 +231,5 @@ def ingest_gpu_minutes(con: duckdb.DuckDBPyConnection, frame: pl.DataFrame) -> i
             [lo, hi],
         )
     finally:
-        con.unregister("_minutes")
+        unregister(con, "_minutes")
     return _count(con, "gpu_minute_rows") - before

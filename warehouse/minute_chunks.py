@@ -19,7 +19,7 @@ from gpusteward import tables
 from gpusteward.config.schema import IdleConfig
 from sla.common import Window
 from sla.minute_digest import MinuteDigest, digest_minutes, merge_digests
-from warehouse.sql import run
+from warehouse.sql import run, unregister
 
 CHUNK_ROWS = 4_000_000
 """GPU-minutes per chunk, a month of ~90 GPUs: a month's review peaks at 4.2 GiB for 1,000 GPUs and
@@ -66,7 +66,7 @@ def minute_chunks(
                 params=[lo, hi, min(keys), max(keys)],
             ).pl()
         finally:
-            con.unregister("_chunk_keys")
+            unregister(con, "_chunk_keys")
         yield tables.conform(frame, tables.GPU_MINUTES)
 
 

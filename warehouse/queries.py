@@ -17,19 +17,23 @@ from sla import results
 from sla.common import window_of
 from sla.inputs import GPU_INVENTORY, EvaluationInputs
 from sla.outputs import MonthOutputs
-from warehouse.daily import month_daily_usage, month_failures
+from warehouse.daily import month_accounts, month_arrays, month_daily_usage, month_failures
 from warehouse.ledger import month_gpu_states, month_ledger
 from warehouse.minute_chunks import CHUNK_ROWS, month_digest
 from warehouse.sql import run, scalar
 
 USER_TABLES = (
     "gpus",
+    "gpu_identities",
+    "gpu_identity_changes",
     "gpu_minutes",
     "jobs",
     "job_events",
     "inference_windows",
     "quota_snapshots",
     "quota_usage",
+    "account_tree",
+    "pending_jobs",
     "import_runs",
     "sla_results",
     "idle_by_job",
@@ -43,6 +47,8 @@ USER_TABLES = (
     "gpu_states",
     "daily_usage",
     "failures",
+    "month_arrays",
+    "month_accounts",
 )
 _TIME_COLUMN = {
     "gpu_minutes": "ts",
@@ -116,11 +122,36 @@ def evaluation_inputs(
         tables.INFERENCE_WINDOWS,
     )
     quotas = _frame(con, "SELECT * FROM quota_snapshots WHERE ts < ? ORDER BY ts", [hi], tables.QUOTA_SNAPSHOTS)
-    gpus = _frame(con, "SELECT * EXCLUDE (gpu_key) FROM gpus ORDER BY cluster, host, gpu", [], GPU_INVENTORY)
+    # Each GPU as it was in the month: the identity in force at its end (gpu_identities), not a
+    # later card's, which `gpus` holds once a card was swapped.
+    gpus = _frame(
+        con,
+        "SELECT g.cluster, g.host, g.gpu, coalesce(i.uuid, g.uuid) AS uuid,"
+        " coalesce(i.model_name, g.model_name) AS model_name, g.first_seen, g.last_seen"
+        " FROM gpus g LEFT JOIN (SELECT gpu_key, arg_max(uuid, valid_from) AS uuid,"
+        " arg_max(model_name, valid_from) AS model_name FROM gpu_identities WHERE valid_from < ? GROUP BY gpu_key) i"
+        " USING (gpu_key) ORDER BY g.cluster, g.host, g.gpu",
+        [hi],
+        GPU_INVENTORY,
+    )
     inputs = EvaluationInputs(month, jobs, events, minutes, windows, quotas, gpus, data_end(con))
     if idle is None:
         return inputs
     return replace(inputs, minute_digest=month_digest(con, window_of(inputs), idle, chunk_rows))
+
+
+def slurm_queue(con: duckdb.DuckDBPyConnection, month: Month) -> tuple[pl.DataFrame, pl.DataFrame, pl.DataFrame]:
+    """(PENDING_JOBS, ACCOUNT_TREE, QUOTA_USAGE) of the month: the pending snapshots with their
+    reasons, the account trees and the usage at the same times, for `sla.account_limits`."""
+    lo, hi = _bounds(month)
+    span = [lo, hi]
+    pending = _frame(con, "SELECT * FROM pending_jobs WHERE ts >= ? AND ts < ? ORDER BY cluster, ts, job_id",
+                     span, tables.PENDING_JOBS)
+    tree = _frame(con, "SELECT * FROM account_tree WHERE ts < ? ORDER BY cluster, ts, account", [hi],
+                  tables.ACCOUNT_TREE)
+    usage = _frame(con, "SELECT * FROM quota_usage WHERE ts >= ? AND ts < ? ORDER BY cluster, ts, kind, name",
+                   span, tables.QUOTA_USAGE)
+    return pending, tree, usage
 
 
 def data_end(con: duckdb.DuckDBPyConnection) -> datetime | None:
@@ -207,6 +238,8 @@ def month_outputs(con: duckdb.DuckDBPyConnection, month: Month) -> MonthOutputs:
         gpu_states=month_gpu_states(con, month),
         daily_usage=month_daily_usage(con, month),
         failures=month_failures(con, month),
+        arrays=month_arrays(con, month),
+        accounts=month_accounts(con, month),
     )
 
 

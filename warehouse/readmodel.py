@@ -61,6 +61,7 @@ MONTH_TABLES: dict[str, pl.Schema] = {
     "usage": results.USAGE,
     "completeness": results.COMPLETENESS,
     "quota_plan_items": results.QUOTA_PLAN_ITEMS,
+    "month_arrays": results.ARRAYS,
     "alerts": queries.ALERTS,
 }
 PLANS = tables.schema(
@@ -104,6 +105,7 @@ class ReadModel:
             usage=self._month("usage", month),
             completeness=self._month("completeness", month),
             plan_items=self._month("quota_plan_items", month),
+            arrays=self._month("month_arrays", month),
         )
 
     def status(self) -> dict[str, Any]:
@@ -138,6 +140,7 @@ def snapshot(wh: Warehouse, *, now: datetime | None = None) -> ReadModel:
             "usage": outputs.usage,
             "completeness": outputs.completeness,
             "quota_plan_items": outputs.plan_items,
+            "month_arrays": outputs.arrays,
             "alerts": wh.alerts(month),
         }
         for name, frame in parts.items():

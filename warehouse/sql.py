@@ -34,3 +34,10 @@ def transaction(con: duckdb.DuckDBPyConnection) -> Iterator[None]:
         with suppress(duckdb.Error):
             run(con, "ROLLBACK")
         raise
+
+
+def unregister(con: duckdb.DuckDBPyConnection, name: str) -> None:
+    """Drop a frame registered as view `name`. After a failed statement DuckDB refuses this too, until
+    the ROLLBACK (which drops the view anyway); that second error must not hide the first."""
+    with suppress(duckdb.TransactionException):
+        con.unregister(name)

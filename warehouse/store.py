@@ -15,14 +15,19 @@ import polars as pl
 
 from gpusteward.config.schema import IdleConfig
 from gpusteward.domain import Month
+from gpusteward.errors import InputError
 from sla.inputs import EvaluationInputs
 from sla.outputs import MonthOutputs
-from warehouse import ingest, queries
+from warehouse import ingest, quarantine, queries
 from warehouse.migrate import available, current_version, migrate
 from warehouse.minute_chunks import CHUNK_ROWS
-from warehouse.sql import run, transaction
+from warehouse.quarantine import Quarantined
+from warehouse.sql import run, transaction, unregister
 
-INGEST_TABLES = ("gpu_minutes", "jobs", "job_events", "inference_windows", "quota_snapshots", "quota_usage")
+INGEST_TABLES = (
+    "gpu_minutes", "jobs", "job_events", "inference_windows", "quota_snapshots", "quota_usage", "account_tree",
+    "pending_jobs",
+)
 
 
 @dataclass(frozen=True)
@@ -30,6 +35,7 @@ class IngestResult:
     source: str
     offered: dict[str, int]
     stored: dict[str, int]
+    events: tuple[str, ...] = ()  # what the batch changed beyond its rows: GPU identity changes
 
 
 def _naive_utc(moment: datetime) -> datetime:
@@ -64,22 +70,40 @@ class Warehouse:
         problems: Sequence[str] = (),
         *,
         file: FileSignature | None = None,
+        unquarantine: tuple[str, str] | None = None,
     ) -> IngestResult:
         """Store one collected batch atomically and record the import run.
 
         A failure rolls the whole batch back (earlier batches stay) and is recorded as a failed run.
-        With `file`, the file's signature is recorded in the same transaction (`imported_files`).
+        With `file`, the file's signature is recorded in the same transaction (`imported_files`);
+        with `unquarantine` (path, sha256), that file's quarantine records are released in it too.
         """
+        try:
+            return self._ingest(source, frames, problems, file=file, unquarantine=unquarantine)
+        except (duckdb.ConstraintException, duckdb.ConversionException, duckdb.OutOfRangeException) as exc:
+            raise InputError(source, f"the warehouse refused its rows, so none were stored: {exc}") from exc
+
+    def _ingest(
+        self,
+        source: str,
+        frames: Mapping[str, pl.DataFrame],
+        problems: Sequence[str],
+        *,
+        file: FileSignature | None,
+        unquarantine: tuple[str, str] | None,
+    ) -> IngestResult:
         started = datetime.now(UTC).replace(tzinfo=None)
         offered = {name: frame.height for name, frame in frames.items()}
         stored: dict[str, int] = {}
+        notes = list(problems)  # and the GPU identity changes the batch brings
+        events: list[str] = []
         con = self._con
         with transaction(con):
             for name, frame in frames.items():
                 if name not in INGEST_TABLES:
                     raise ValueError(f"{source}: unknown table {name!r} in batch")
                 if name == "gpu_minutes":
-                    stored[name] = ingest.ingest_gpu_minutes(con, frame)
+                    stored[name] = ingest.ingest_gpu_minutes(con, frame, source=source, changes=events)
                 else:
                     stored[name] = ingest.ingest_keyed(con, name, frame)
             lo, hi = _time_range(frames)
@@ -87,13 +111,18 @@ class Warehouse:
                 con,
                 "INSERT INTO import_runs (source, started_at, finished_at, status, rows_offered, rows_stored,"
                 " min_ts, max_ts, problems) VALUES (?, ?, now()::TIMESTAMP, 'ok', ?, ?, ?, ?, ?)",
-                [source, started, json.dumps(offered), json.dumps(stored), lo, hi, json.dumps(list(problems))],
+                [source, started, json.dumps(offered), json.dumps(stored), lo, hi, json.dumps(notes + events)],
             )
             if file is not None:
                 _remember_file(con, file, "ok")
-        return IngestResult(source, offered, stored)
+            if unquarantine is not None:
+                quarantine.release(con, *unquarantine)
+        return IngestResult(source, offered, stored, tuple(events))
 
-    def record_failed_import(self, source: str, error: str, *, file: FileSignature | None = None) -> None:
+    def record_failed_import(
+        self, source: str, error: str, *, file: FileSignature | None = None, quarantined: Quarantined | None = None
+    ) -> None:
+        """A failed import run; with `file` its signature, with `quarantined` its quarantine record."""
         with transaction(self._con):
             run(
                 self._con,
@@ -103,6 +132,35 @@ class Warehouse:
             )
             if file is not None:
                 _remember_file(self._con, file, "failed")
+            if quarantined is not None:
+                quarantine.record(self._con, quarantined)
+
+    def remember_skipped(self, file: FileSignature) -> None:
+        """A file seen but not read (quarantined content): a restart does not look at it again."""
+        with transaction(self._con):
+            _remember_file(self._con, file, "failed")
+
+    def quarantine_entry(self, name: str, sha256: str) -> dict[str, Any] | None:
+        """The quarantine record of file `name` with this content, or None."""
+        return quarantine.find(self._con, name, sha256)
+
+    def quarantined(self) -> pl.DataFrame:
+        """Every quarantined file, most recently seen first."""
+        return quarantine.entries(self._con)
+
+    def gpu_identity_history(self) -> pl.DataFrame:
+        """cluster, host, gpu, valid_from, valid_to (null: still valid), uuid, model_name, by GPU and time."""
+        return self.query(
+            "SELECT cluster, host, gpu, valid_from, valid_to, uuid, model_name FROM gpu_identity_history"
+            " ORDER BY cluster, host, gpu, valid_from"
+        )
+
+    def gpu_identity_changes(self) -> pl.DataFrame:
+        """Every recorded change of a GPU's UUID or model: when, from, to, and the batch that showed it."""
+        return self.query(
+            "SELECT g.cluster, g.host, g.gpu, c.ts, c.old_uuid, c.old_model_name, c.new_uuid, c.new_model_name,"
+            " c.source FROM gpu_identity_changes c JOIN gpus g USING (gpu_key) ORDER BY g.cluster, g.host, g.gpu, c.ts"
+        )
 
     def imported_files(self) -> dict[str, FileSignature]:
         """Every file recorded by `ingest(file=...)` or `record_failed_import(file=...)`, by path."""
@@ -122,6 +180,8 @@ class Warehouse:
             "gpu_states": outputs.gpu_states,
             "daily_usage": outputs.daily_usage,
             "failures": outputs.failures,
+            "month_arrays": outputs.arrays,
+            "month_accounts": outputs.accounts,
         }
         con = self._con
         with transaction(con):
@@ -178,7 +238,7 @@ class Warehouse:
         try:
             run(self._con, "INSERT OR IGNORE INTO alerts SELECT * FROM _alerts")
         finally:
-            self._con.unregister("_alerts")
+            unregister(self._con, "_alerts")
         return self.count("alerts") - before
 
     # -- reading -------------------------------------------------------------------------------
@@ -197,6 +257,10 @@ class Warehouse:
 
     def data_end(self) -> datetime | None:
         return queries.data_end(self._con)
+
+    def slurm_queue(self, month: Month) -> tuple[pl.DataFrame, pl.DataFrame, pl.DataFrame]:
+        """(PENDING_JOBS, ACCOUNT_TREE, QUOTA_USAGE) of the month; see queries.slurm_queue."""
+        return queries.slurm_queue(self._con, month)
 
     def completeness(self, month: Month) -> pl.DataFrame:
         return queries.completeness(self._con, month)
@@ -219,7 +283,11 @@ class Warehouse:
         return queries.plans(self._con, month)
 
     def status(self) -> dict[str, Any]:
-        return queries.status(self._con) | {"path": self.path, "schema_version": current_version(self._con)}
+        return queries.status(self._con) | {
+            "path": self.path,
+            "schema_version": current_version(self._con),
+            "quarantine": quarantine.listing(self._con),
+        }
 
 
 @dataclass(frozen=True)
@@ -263,7 +331,7 @@ def _insert(con: duckdb.DuckDBPyConnection, table: str, frame: pl.DataFrame) -> 
         cols = ", ".join(f'"{c}"' for c in frame.columns)
         run(con, f'INSERT INTO "{table}" ({cols}) SELECT {cols} FROM _rows')  # noqa: S608 - our columns
     finally:
-        con.unregister("_rows")
+        unregister(con, "_rows")
 
 
 @contextmanager

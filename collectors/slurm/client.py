@@ -15,10 +15,15 @@ import polars as pl
 
 from collectors.batch import CollectedBatch, Problem
 from collectors.sacct import _events, _job_id, read_sacct
-from collectors.sacctmgr import read_assoc
+from collectors.sacctmgr import read_assoc_tree
 from collectors.slurm import shapes
 from collectors.slurm.transport import SlurmCli, SlurmRest
 from gpusteward.errors import InputError, StewardError
+
+
+def assoc_args(cluster: str) -> list[str]:
+    return ["-P", "show", "assoc", f"cluster={cluster}", "format=Cluster,Account,User,ParentName,GrpTRES,Priority"]
+
 
 # Records whose job may have earlier records outside the window (their history is fetched by id).
 _REQUEUE_STATES = frozenset({"PREEMPTED", "REQUEUED", "REQUEUE_HOLD", "REQUEUE_FED", "NODE_FAIL"})
@@ -139,6 +144,7 @@ class SlurmClient:
             assoc = self.rest.get(f"/slurmdb/{self.api}/associations", params={"cluster": self.cluster})
             frame = shapes.association_snapshots(assoc, cluster=self.cluster, ts=ts, source=self.source)
             batch.add("quota_snapshots", frame)
+            batch.add("account_tree", shapes.association_tree(assoc, cluster=self.cluster, ts=ts, source=self.source))
             parts = self.rest.get(f"/slurm/{self.api}/partitions")
             batch.add(
                 "quota_snapshots", shapes.partition_snapshots(parts, cluster=self.cluster, ts=ts, source=self.source)
@@ -148,9 +154,10 @@ class SlurmClient:
         text = self.cli.run("sacctmgr", ["-P", "show", "qos", "format=Name,GrpTRES,Priority"])
         qos = shapes.sacctmgr_qos_snapshots(text, cluster=self.cluster, ts=ts, source="sacctmgr show qos")
         batch.add("quota_snapshots", qos)
-        args = ["-P", "show", "assoc", f"cluster={self.cluster}", "format=Cluster,Account,User,GrpTRES,Priority"]
-        text = self.cli.run("sacctmgr", args)
-        batch.add("quota_snapshots", read_assoc(text.splitlines(), ts=ts, source="sacctmgr show assoc"))
+        text = self.cli.run("sacctmgr", assoc_args(self.cluster))
+        snapshots, tree = read_assoc_tree(text.splitlines(), ts=ts, source="sacctmgr show assoc")
+        batch.add("quota_snapshots", snapshots)
+        batch.add("account_tree", tree)
         text = self.cli.run("scontrol", ["-o", "show", "partition"])
         batch.add(
             "quota_snapshots",
@@ -165,6 +172,13 @@ class SlurmClient:
         assert self.cli is not None
         return self.cli.json("squeue", ["--json"])
 
-    def usage(self, ts: datetime) -> pl.DataFrame:
-        """QUOTA_USAGE at `ts`: GPUs held by running jobs per QOS, account and partition."""
-        return shapes.quota_usage(self.live_jobs(), cluster=self.cluster, ts=ts, source=self.source)
+    def usage(self, ts: datetime, *, tree: pl.DataFrame | None = None, live: Any = None) -> pl.DataFrame:
+        """QUOTA_USAGE at `ts`: GPUs held by running jobs per QOS, account and partition; with the
+        account tree (`quotas(ts)`'s ACCOUNT_TREE), an account counts its subtree, as its GrpTRES does."""
+        live = self.live_jobs() if live is None else live
+        return shapes.quota_usage(live, cluster=self.cluster, ts=ts, source=self.source, tree=tree)
+
+    def pending(self, ts: datetime, *, live: Any = None) -> pl.DataFrame:
+        """PENDING_JOBS at `ts`: the jobs waiting in the live queue and the reason each one waits."""
+        live = self.live_jobs() if live is None else live
+        return shapes.pending_jobs(live, cluster=self.cluster, ts=ts, source=self.source)

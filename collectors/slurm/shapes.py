@@ -19,6 +19,7 @@ from typing import Any
 import polars as pl
 
 from collectors.sacct import _number  # the one reader of Slurm's number forms
+from collectors.sacctmgr import gpu_limits
 from collectors.slurm.hostlist import expand, index_ranges
 from gpusteward import tables
 from gpusteward.errors import InputError
@@ -148,6 +149,19 @@ def qos_snapshots(data: Any, *, cluster: str, ts: datetime, source: str) -> pl.D
 def association_snapshots(data: Any, *, cluster: str | None, ts: datetime, source: str) -> pl.DataFrame:
     """QUOTA_SNAPSHOTS (kind account) from `GET /slurmdb/vX/associations`: account rows (no user), `max.tres.total`."""
     rows = []
+    for i, assoc, own in _account_associations(data, cluster, source):
+        with _record(source, "association", i):
+            limit = _bounded(gpu_in_tres_list(_at(assoc, "max", "tres", "total")), "gres/gpu limit")
+            priority = _number(assoc.get("priority"))
+            rows.append((own, ts, "account", _name(assoc, "account"), limit, priority))
+    return _frame(rows)
+
+
+def _account_associations(
+    data: Any, cluster: str | None, source: str
+) -> list[tuple[int, Mapping[str, Any], str | None]]:
+    """(index, record, cluster) of the account associations (no user, no partition) of `cluster`."""
+    out = []
     for i, assoc in enumerate(_records(data, ("associations",), source)):
         with _record(source, "association", i):
             if assoc.get("user") or assoc.get("partition"):
@@ -155,10 +169,34 @@ def association_snapshots(data: Any, *, cluster: str | None, ts: datetime, sourc
             own = _text(assoc.get("cluster"), "cluster")
             if cluster is not None and own not in (None, "", cluster):
                 continue
-            limit = _bounded(gpu_in_tres_list(_at(assoc, "max", "tres", "total")), "gres/gpu limit")
-            priority = _number(assoc.get("priority"))
-            rows.append((own or cluster, ts, "account", _name(assoc, "account"), limit, priority))
-    return _frame(rows)
+        out.append((i, assoc, own or cluster))
+    return out
+
+
+def association_tree(data: Any, *, cluster: str | None, ts: datetime, source: str) -> pl.DataFrame:
+    """ACCOUNT_TREE from `GET /slurmdb/vX/associations`: account rows with `parent_account` and own GPU limits."""
+    rows = []
+    for i, assoc, own in _account_associations(data, cluster, source):
+        with _record(source, "association", i):
+            total = _at(assoc, "max", "tres", "total")
+            limit = _bounded(gpu_in_tres_list(total), "gres/gpu limit")
+            parent = _text(assoc.get("parent_account"), "parent_account") or None
+            rows.append((own, ts, _name(assoc, "account"), parent, limit, _typed_gpus(total)))
+    if not rows:
+        return tables.empty(tables.ACCOUNT_TREE)
+    return pl.DataFrame(rows, schema=tables.ACCOUNT_TREE, orient="row")
+
+
+def _typed_gpus(items: Any) -> str | None:
+    """Typed GPU limits (`{"type": "gres", "name": "gpu:h100", "count": 3}`) as sacctmgr prints them: `h100=3`."""
+    typed = []
+    for item in items or []:
+        name = item.get("name") if isinstance(item, Mapping) else None
+        if item.get("type") == "gres" and isinstance(name, str) and name.startswith("gpu:"):
+            count = _bounded(_number(item.get("count")), f"gres/{name} limit")
+            if count is not None and count >= 0:
+                typed.append(f"{name[4:]}={count}")
+    return ",".join(sorted(typed)) or None
 
 
 def partition_snapshots(data: Any, *, cluster: str, ts: datetime, source: str) -> pl.DataFrame:
@@ -188,9 +226,10 @@ def sacctmgr_qos_snapshots(text: str, *, cluster: str, ts: datetime, source: str
         priority = _digits(fields[2].strip()) if fields[2].strip() else None
         if fields[2].strip() and priority is None:
             raise InputError(source, f"priority {fields[2][:40]!r} is not a whole number", line=lineno)
-        limit = gpu_in_tres(fields[1])
-        if limit is not None and limit > _INT32_MAX:
-            raise InputError(source, f"gres/gpu limit {limit} is out of range", line=lineno)
+        try:
+            limit = gpu_limits(fields[1], where=f"qos {fields[0]!r}").total
+        except ValueError as exc:
+            raise InputError(source, str(exc), line=lineno) from None
         rows.append((cluster, ts, "qos", fields[0], limit, priority))
     return _frame(rows)
 
@@ -235,8 +274,32 @@ def _job_id(job: Mapping[str, Any]) -> int:
     return number
 
 
-def quota_usage(data: Any, *, cluster: str, ts: datetime, source: str) -> pl.DataFrame:
-    """QUOTA_USAGE from live jobs (`GET /slurm/vX/jobs` or `squeue --json`): GPUs of RUNNING jobs."""
+def ancestors(tree: pl.DataFrame | None) -> dict[str, list[str]]:
+    """account -> its parents up to the root, from ACCOUNT_TREE rows (the latest per account); a cycle stops."""
+    if tree is None or tree.is_empty():
+        return {}
+    latest = tree.sort("ts").unique(subset=["cluster", "account"], keep="last")
+    parent = {a: p for a, p in latest.select("account", "parent").rows() if p and p != a}
+    out: dict[str, list[str]] = {}
+    for account in parent:
+        chain, seen, at = [], {account}, parent.get(account)
+        while at is not None and at not in seen:
+            chain.append(at)
+            seen.add(at)
+            at = parent.get(at)
+        out[account] = chain
+    return out
+
+
+def quota_usage(
+    data: Any, *, cluster: str, ts: datetime, source: str, tree: pl.DataFrame | None = None
+) -> pl.DataFrame:
+    """QUOTA_USAGE from live jobs (`GET /slurm/vX/jobs` or `squeue --json`): GPUs of RUNNING jobs.
+
+    With the account tree (ACCOUNT_TREE), an account's row counts its whole subtree, as Slurm counts
+    a parent's GrpTRES against its children's jobs: research holds what vision and nlp run.
+    """
+    up = ancestors(tree)
     totals: dict[tuple[str, str], list[int]] = {}
     for i, job in enumerate(_records(data, ("jobs",), source)):
         with _record(source, "job", i):
@@ -244,11 +307,15 @@ def quota_usage(data: Any, *, cluster: str, ts: datetime, source: str) -> pl.Dat
             if state not in ("RUNNING", "PENDING"):
                 continue
             gpus = gpu_in_tres(_text(job.get("tres_alloc_str"), "tres_alloc_str")) or 0
+            holders: list[tuple[str, str]] = []
             for kind, key in (("qos", "qos"), ("account", "account"), ("partition", "partition")):
                 name = _text(job.get(key), key)
-                if not name:
-                    continue
-                entry = totals.setdefault((kind, name), [0, 0, 0])
+                if name:
+                    holders.append((kind, name))
+                    if kind == "account":
+                        holders.extend(("account", parent) for parent in up.get(name, []))
+            for holder in holders:
+                entry = totals.setdefault(holder, [0, 0, 0])
                 if state == "RUNNING":
                     entry[0] += gpus
                     entry[1] += 1
@@ -261,6 +328,43 @@ def quota_usage(data: Any, *, cluster: str, ts: datetime, source: str) -> pl.Dat
     if not rows:
         return tables.empty(QUOTA_USAGE)
     return pl.DataFrame(rows, schema=QUOTA_USAGE, orient="row")
+
+
+def _epoch(value: Any, what: str) -> datetime | None:
+    seconds = _number(value)
+    if not seconds:
+        return None
+    if not 946_684_800 <= seconds < 4_102_444_800:  # 2000..2100, as the job records
+        raise ValueError(f"{what} {seconds} is out of range")
+    return datetime.fromtimestamp(seconds, UTC).replace(tzinfo=None)
+
+
+def pending_jobs(data: Any, *, cluster: str, ts: datetime, source: str) -> pl.DataFrame:
+    """PENDING_JOBS from live jobs (`squeue --json` or `GET /slurm/vX/jobs`): each waiting job and its reason.
+
+    The reason is Slurm's `state_reason` as squeue prints it: AssocGrpGRES or QOSGrpGRES (a quota),
+    AssocMaxJobsLimit and the like (other limits), Priority or Resources (capacity), Dependency,
+    BeginTime, JobHeldUser... GPUs asked are `gres/gpu` in `tres_req_str` (all nodes together).
+    """
+    rows = []
+    for i, job in enumerate(_records(data, ("jobs",), source)):
+        with _record(source, "job", i):
+            if _live_state(job) != "PENDING":
+                continue
+            array_job = _number(job.get("array_job_id")) or None
+            gpus = _bounded(gpu_in_tres(_text(job.get("tres_req_str"), "tres_req_str")), "gres/gpu asked")
+            reason = _text(job.get("state_reason"), "state_reason")
+            rows.append((
+                cluster, ts, _job_id(job), array_job,
+                _number(job.get("array_task_id")) if array_job else None,
+                _text(job.get("user_name"), "user_name"), _text(job.get("account"), "account"),
+                _text(job.get("partition"), "partition"), _text(job.get("qos"), "qos"), gpus,
+                None if reason in (None, "", "None") else reason,
+                _epoch(job.get("submit_time"), "submit_time"), _epoch(job.get("eligible_time"), "eligible_time"),
+            ))
+    if not rows:
+        return tables.empty(tables.PENDING_JOBS)
+    return pl.DataFrame(rows, schema=tables.PENDING_JOBS, orient="row")
 
 
 def _gpu_indices(detail: Any) -> list[int]:

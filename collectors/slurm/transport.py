@@ -64,6 +64,8 @@ def parse_json(text: str, *, source: str) -> Any:
         return json.loads(text)
     except json.JSONDecodeError as exc:
         raise InputError(source, f"not valid JSON: {exc.msg} (column {exc.colno})", line=exc.lineno) from None
+    except RecursionError:  # Python's parser recurses per level: a hostile answer nests 10,000 deep
+        raise InputError(source, "JSON nested too deep to be Slurm output") from None
 
 
 @dataclass
@@ -135,7 +137,7 @@ class SlurmRest:
 def _detail(response: httpx.Response) -> str:
     try:
         data = response.json()
-    except ValueError:
+    except (ValueError, RecursionError):
         return response.text.strip()[:200] or response.reason_phrase
     return _errors(data) or response.reason_phrase
 

@@ -13,6 +13,7 @@ from typing import Literal
 from gpusteward.config.alerting import AlertEngineConfig, OutboxConfig, SilenceConfig
 from gpusteward.config.fields import opt, req
 from gpusteward.config.inference import InferenceConfig
+from gpusteward.config.limits import LimitsConfig
 from gpusteward.config.protection import InferenceReserveLine as InferenceReserveLine  # noqa: PLC0414 - re-exported
 from gpusteward.config.protection import ProtectionConfig as ProtectionConfig  # noqa: PLC0414 - re-exported
 from gpusteward.config.service import ServiceConfig
@@ -144,6 +145,7 @@ class Config:
     quota: QuotaConfig = opt(QuotaConfig(), "the quota recommender")
     inference: InferenceConfig = opt(InferenceConfig(), "inference-server metric mappings added to the built-ins")
     service: ServiceConfig = opt(ServiceConfig(), "how `gpusteward serve` runs: listen address, imports, live scrapes")
+    limits: LimitsConfig = opt(LimitsConfig(), "bounds on every file and scrape the collectors read")
     base_dir: str = field(default=".", metadata={"help": "", "internal": True})
 
     def resolve(self, relative: str) -> str:

@@ -207,6 +207,17 @@ def _inference_mappings(config: Config) -> list[str]:
     return problems
 
 
+def _limits(config: Config) -> list[str]:
+    """Every bound is positive: a zero or negative limit would refuse every input."""
+    problems = []
+    for name, value in vars(config.limits).items():
+        if not value > type(value)(0):
+            problems.append(f"limits.{name}: expected a positive value, got {value}")
+    if config.limits.max_compression_ratio < 1:
+        problems.append("limits.max_compression_ratio: expected at least 1 (gzip never shrinks text below it)")
+    return problems
+
+
 CHECKS: tuple[Callable[[Config], list[str]], ...] = (
     _clusters,
     _teams_and_rules,
@@ -214,6 +225,7 @@ CHECKS: tuple[Callable[[Config], list[str]], ...] = (
     _alerts_and_lines,
     _reports_and_quota,
     _inference_mappings,
+    _limits,
 )
 
 

@@ -13,6 +13,12 @@ from typing import Literal
 
 from gpusteward.config.fields import opt, req
 
+# What file transfers and editors leave beside real files: hidden files and folders (dotfiles,
+# rsync's `.name.XXXXXX` temporaries), `*.tmp`, partial downloads (`*.partial`, `*.part`,
+# curl/wget/browsers) and editor backups. Writers that rename a finished file into place are never
+# read half-written.
+DEFAULT_IMPORT_IGNORE = (".*", "*.tmp", "*.partial", "*.part", "*.swp", "*~")
+
 
 @dataclass(frozen=True)
 class ScrapeSourceConfig:
@@ -30,12 +36,29 @@ class ScrapeSourceConfig:
 
 
 @dataclass(frozen=True)
+class SlurmQueueConfig:
+    name: str = req("source name: the job `collect:<name>` in /metrics, status and logs")
+    cluster: str = req("Slurm cluster name (ClusterName) whose queue is read")
+    rest_socket: str | None = opt(None, "slurmrestd unix socket (rest_auth/local); neither this nor rest_url: the CLI")
+    rest_url: str | None = opt(None, "slurmrestd URL (rest_auth/jwt; the token from $SLURM_JWT)")
+    rest_user: str | None = opt(None, "user name sent with the JWT")
+    interval: timedelta = opt(
+        timedelta(minutes=5), "time between snapshots of the queue: pending jobs and reasons, quotas, GPUs in use"
+    )
+
+
+@dataclass(frozen=True)
 class ServiceConfig:
     listen: str = opt("127.0.0.1:9464", "host:port of /metrics, /healthz, /readyz and the control API")
     read_model: str = opt("", "folder the read model is published to; empty: readmodel/ beside the warehouse")
     import_dirs: list[str] = opt([], "folders whose new files are imported, relative to the config file")
+    import_ignore: list[str] = opt(
+        list(DEFAULT_IMPORT_IGNORE),
+        "globs on file and folder names the folder imports never read (hidden files, temporaries, partial copies)",
+    )
     import_interval: timedelta = opt(timedelta(minutes=5), "how often the import folders are looked at")
     evaluate_interval: timedelta = opt(timedelta(minutes=15), "how often the evaluation runs when new data arrived")
     alerts_interval: timedelta = opt(timedelta(minutes=5), "how often protection lines are checked and alerts sent")
     token_files: list[str] = opt([], "files of identity:token lines for the control API (never logged)")
     scrape: list[ScrapeSourceConfig] = opt([], "live sources scraped by the service, each on its own interval")
+    slurm: list[SlurmQueueConfig] = opt([], "live Slurm clusters whose queue the service snapshots on an interval")

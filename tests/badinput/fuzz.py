@@ -1,6 +1,7 @@
 """The long-running fuzz target: `python -m tests.badinput.fuzz --minutes 10` (not collected by pytest).
 
-Runs every target of tests.badinput.targets in turn, in rounds of fresh random examples, until the
+Runs every target of tests.badinput.targets and tests.badinput.service_targets (the service's
+import folder and control API) in turn, in rounds of fresh random examples, until the
 time is up. An exception other than a target's documented error is printed with the input that
 raised it, and the run exits 1 after finishing (so one bug does not hide the others).
 """
@@ -17,12 +18,14 @@ from typing import Any
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from tests.badinput import targets
+from tests.badinput import service_targets, targets
 
 Found = dict[tuple[str, str], str]
 
 
-def _suite(found: Found, examples: int) -> list[tuple[str, Callable[[], None]]]:
+def _suite(
+    found: Found, examples: int, folder: service_targets.FolderRig, api: service_targets.ApiRig
+) -> list[tuple[str, Callable[[], None]]]:
     config = settings(max_examples=examples, deadline=None, database=None, suppress_health_check=list(HealthCheck))
 
     def guard(name: str, fn: Callable[[], None], shown: Any) -> None:
@@ -58,28 +61,46 @@ def _suite(found: Found, examples: int) -> list[tuple[str, Callable[[], None]]]:
     def config_loader(text: str) -> None:
         guard("config", lambda: targets.config(text), text)
 
+    @config
+    @given(files=service_targets.hostile_files)
+    def import_folder(files: list[tuple[str, bytes]]) -> None:
+        guard("import folder", lambda: service_targets.import_folder(folder, files), files)
+
+    @config
+    @given(request=service_targets.raw_requests())
+    def control_api(request: bytes) -> None:
+        guard("control API", lambda: service_targets.control_api(api, request), request)
+
     return [("exposition", exposition), ("sacct", sacct), ("slurmrestd", slurm), ("slurm text", slurm_text),
-            ("config", config_loader)]
+            ("config", config_loader), ("import folder", import_folder), ("control API", control_api)]
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m tests.badinput.fuzz", description=__doc__)
     parser.add_argument("--minutes", type=float, default=10.0)
     parser.add_argument("--examples", type=int, default=500, help="examples per target per round")
+    parser.add_argument("--only", action="append", default=[], help="run only this target (repeatable)")
     args = parser.parse_args(argv)
     found: Found = {}
-    deadline = time.monotonic() + 60 * args.minutes
+    started = time.monotonic()
+    deadline = started + 60 * args.minutes
     rounds = 0
-    while time.monotonic() < deadline:
-        for name, run in _suite(found, args.examples):
-            if time.monotonic() >= deadline:
-                break
-            run()
-            print(f"round {rounds + 1}: {name} done, {len(found)} distinct findings", flush=True)
-        rounds += 1
+    tried: dict[str, int] = {}
+    with service_targets.folder_rig() as folder, service_targets.api_rig() as api:
+        while time.monotonic() < deadline:
+            for name, run in _suite(found, args.examples, folder, api):
+                if time.monotonic() >= deadline:
+                    break
+                if args.only and name not in args.only:
+                    continue
+                run()
+                tried[name] = tried.get(name, 0) + args.examples
+                print(f"round {rounds + 1}: {name} done, {len(found)} distinct findings", flush=True)
+            rounds += 1
     for (target, error), example in sorted(found.items()):
         print(f"\n== {target}: {error}\n{example}")
-    print(f"\n{rounds} rounds, {len(found)} distinct findings")
+    elapsed = (time.monotonic() - started) / 60
+    print(f"\n{rounds} rounds in {elapsed:.1f} minutes, {len(found)} distinct findings; examples per target: {tried}")
     return 1 if found else 0
 
 

@@ -7,12 +7,14 @@ of examples here; `python -m tests.badinput.fuzz --minutes N` runs the same targ
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from typing import Any
 
+import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from tests.badinput import targets
+from tests.badinput import service_targets, targets
 
 FAST = settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 
@@ -51,3 +53,27 @@ def test_slurm_text_readers(text: str) -> None:
 @given(text=targets.config_texts)
 def test_config_loader(text: str) -> None:
     targets.config(text)
+
+
+@pytest.fixture(scope="module")
+def folder_rig() -> Iterator[service_targets.FolderRig]:
+    with service_targets.folder_rig() as rig:
+        yield rig
+
+
+@pytest.fixture(scope="module")
+def api_rig() -> Iterator[service_targets.ApiRig]:
+    with service_targets.api_rig() as rig:
+        yield rig
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=list(HealthCheck))
+@given(files=service_targets.hostile_files)
+def test_the_service_import_folder(folder_rig: service_targets.FolderRig, files: list[tuple[str, bytes]]) -> None:
+    service_targets.import_folder(folder_rig, files)
+
+
+@settings(max_examples=100, deadline=None, suppress_health_check=list(HealthCheck))
+@given(request=service_targets.raw_requests())
+def test_the_control_api(api_rig: service_targets.ApiRig, request: bytes) -> None:
+    service_targets.control_api(api_rig, request)

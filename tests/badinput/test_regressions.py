@@ -139,7 +139,7 @@ TEXT_CASES: list[tuple[str, Callable[[str], object], str, str]] = [
         "sacctmgr gpu overflow",
         lambda t: shapes.sacctmgr_qos_snapshots(t, cluster="c", ts=TS, source="sacctmgr"),
         "Name|GrpTRES|Priority\nnormal|gres/gpu=99999999999|1\n",
-        r"^sacctmgr:2: gres/gpu limit",
+        r"^sacctmgr:2: qos 'normal': GrpTRES gres/gpu=",
     ),
     (
         "sacctmgr header",
@@ -176,7 +176,7 @@ def test_sacct_exit_code_out_of_int32_range_is_a_skipped_record() -> None:
     data["jobs"][0]["exit_code"]["return_code"] = {"set": True, "infinite": False, "number": 2**40}
     jobs, _, problems = read_sacct(data, source="sacct.json")
     assert jobs.height == len(data["jobs"]) - 1
-    assert any("job record 0 skipped" in str(p) for p in problems)
+    assert any("job record 0 (job " in str(p) and "skipped: exit_code: " in str(p) for p in problems)
 
 
 def test_a_hostlist_range_over_the_limit_is_refused_not_expanded() -> None:

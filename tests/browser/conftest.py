@@ -21,6 +21,7 @@ from service.pipeline import evaluate, raise_alerts
 from simulator import simulate
 from tests.browser.figures import Month as MonthShown
 from tests.real import missing, require_binary
+from tests.simulated import SIMULATED
 from warehouse import open_warehouse
 from warehouse.readmodel import publish, snapshot
 
@@ -43,7 +44,7 @@ def dashboard(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Dashboard]:
     config = load_config(root / "gpusteward.toml")
     simulate(root / "data", date(2026, 10, 1), 2, 7, nodes=8)
     with open_warehouse(config.resolve(config.warehouse.path)) as wh:
-        import_files(wh, [root / "data"])
+        import_files(wh, [root / "data"], ignore=SIMULATED)
         raise_alerts(wh, config, evaluate(wh, config, MONTH), datetime(2026, 10, 3, tzinfo=UTC))
         publish(snapshot(wh), root / "readmodel")
         shown = MonthShown(

@@ -55,7 +55,9 @@ def dcgm_dump(hosts: int, gpus: int, minutes: int, *, start: int = 1_793_491_200
         for h in range(hosts):
             for g in range(gpus):
                 labels = gpu_labels(f"node-{h:02d}", g, job=str(100 * h + g // 2))
-                points = [(rng.randrange(0, 100), start + 60 * i) for i in range(minutes)]
+                # A DCGM_FI_PROF_* field is a ratio 0..1; the others take 0..99 as they come.
+                scale = 100 if name.startswith("DCGM_FI_PROF_") else 1
+                points = [(rng.randrange(0, 100) / scale, start + 60 * i) for i in range(minutes)]
                 series.append((name, labels, points))
     return dump(series)
 

@@ -14,6 +14,7 @@ from gpusteward.config.inference import parse_selector
 from gpusteward.config.loader import load_config_text
 from gpusteward.errors import ConfigError
 from service.importer import import_files
+from tests.simulated import SIMULATED
 from warehouse import open_warehouse
 
 FIXTURE = Path(__file__).parents[1] / "data" / "inference" / "acme-llm-two-scrapes.prom"
@@ -58,7 +59,7 @@ def test_the_importer_uses_the_configs_mappings(tmp_path: Path) -> None:
     shutil.copy(FIXTURE, data / FIXTURE.name)
     config = load_config_text(ACME)
     with open_warehouse(str(tmp_path / "wh.duckdb")) as wh:
-        summary = import_files(wh, [data], config=config)
+        summary = import_files(wh, [data], config=config, ignore=SIMULATED)
     assert summary.errors == []
     assert summary.rows_stored == {"inference_windows": 1}
 

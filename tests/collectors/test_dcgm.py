@@ -80,7 +80,11 @@ def test_no_xid_is_null_and_sentinels_and_nan_are_missing() -> None:
             ("DCGM_FI_DEV_GPU_TEMP", labels, [(blank, T0), (41, T0 + 60)]),
         ]
     )
-    frame = _minutes(text)
+    frame, problems = gpu_minutes(parse_text(text, openmetrics=True), default_cluster="dflt", source="t")
+    # The NaN is noted (its minute has the temperature still); the blank sentinels are silent.
+    assert [p.message for p in problems] == [
+        "1 DCGM samples were NaN or infinite and were left out; 0 GPU-minutes had no other value and have no row"
+    ]
     assert frame["ts"].to_list() == [MINUTE0, datetime(2026, 11, 1, 0, 1)]  # minute 2 had nothing usable
     first, second = frame.rows(named=True)
     assert (first["gpu_util"], first["temp_c"], first["xid"], first["job_id"]) == (50.0, None, None, None)

@@ -77,11 +77,18 @@ def test_other_versions() -> None:
     assert e23["event"].to_list() == ["submit", "start"]  # still running: no end
 
 
+EPOCH = 1_790_000_000  # 2026-09-21: small times below are seconds after it (0 stays 0, Slurm's "unset")
+
+
 def _job(job_id: int, submit: int, start: int, end: int, state: str) -> dict[str, Any]:
     base = json.loads((DATA / "sacct-22.05.8-local.json").read_text())["jobs"][0]
     job: dict[str, Any] = copy.deepcopy(base)
     job["job_id"] = job_id
-    job["time"].update(submission=submit, eligible=submit, start=start, end=end)
+
+    def at(t: int) -> int:
+        return t and EPOCH + t
+
+    job["time"].update(submission=at(submit), eligible=at(submit), start=at(start), end=at(end))
     job["state"]["current"] = state
     return job
 
@@ -121,7 +128,7 @@ def test_bad_records_are_problems_and_bad_files_errors() -> None:
     data = {"jobs": [{"job_id": 1}, _job(2, 1000, 1001, 1002, "COMPLETED")]}
     jobs, _, problems = read_sacct(data, source="s")
     assert jobs["job_id"].to_list() == [2]
-    assert "job record 0 skipped" in problems[0].message
+    assert problems[0].message.startswith("job record 0 (job 1) skipped: time.submission: missing")
     with pytest.raises(InputError, match="no 'jobs' list"):
         read_sacct({"meta": {}}, source="s")
     with pytest.raises(InputError, match=r"^s:3: not valid JSON"):

@@ -57,6 +57,13 @@ def empty_overview() -> OverviewData:
     return OverviewData(month=MONTH, outputs=empty_outputs(), status={}, alerts=[], data_age=None)
 
 
+SAMPLE_ARRAY = {
+    "cluster": "east", "array_job_id": 4101, "name": "sweep-lr", "scenario": "training", "team": "vision",
+    "queue": "east/train", "tasks": 200, "records": 212, "started": 207, "completed": 190, "failed": 6,
+    "cancelled": 3, "other": 1, "wait_p50_s": 420.0, "wait_max_s": 5400.0, "longest_wait_task": "4101_17",
+}
+
+
 def sample_model(*, with_plan: bool = True) -> ReadModel:
     """The hand-made month (and an empty October) as a published read model, with one plan and one alert."""
     import json
@@ -72,10 +79,11 @@ def sample_model(*, with_plan: bool = True) -> ReadModel:
     for key, outputs in months.items():
         parts = {"sla_results": outputs.results.with_columns(pl.lit(key).alias("month")), "idle_by_job": outputs.idle,
                  "breach_episodes": outputs.episodes, "usage": outputs.usage, "completeness": outputs.completeness,
-                 "quota_plan_items": outputs.plan_items}
+                 "quota_plan_items": outputs.plan_items, "month_arrays": outputs.arrays}
         for name, frame in parts.items():
             frames[name][key] = tables.conform(frame, MONTH_TABLES[name])
         frames["alerts"][key] = tables.empty(queries.ALERTS)
+    frames["month_arrays"][str(MONTH)] = tables.conform(pl.DataFrame([SAMPLE_ARRAY]), MONTH_TABLES["month_arrays"])
     alert = FIRING[0] | {"month": str(MONTH), "body": "{}", "recorded_at": AS_OF}
     frames["alerts"][str(MONTH)] = tables.conform(pl.DataFrame([alert]), queries.ALERTS)
     items = demo_outputs().plan_items.to_dicts()

@@ -51,6 +51,12 @@ def test_pages_show_their_tables() -> None:
     at.switch_page(str(SCREENS / "queues.py")).run()
     share = next(d.value for d in at.dataframe if "Entitled share" in d.value.columns)
     assert "Vision" in set(share["Team"])
+    arrays = next(d.value for d in at.dataframe if "Array" in d.value.columns)
+    assert arrays.to_dict("records") == [{
+        "Array": "4101_[…]", "Job name": "sweep-lr", "Queue": "east/train", "Team": "Vision", "Tasks": 200,
+        "Completed": 190, "Failed": 6, "Cancelled": 3, "Other / open": 1, "p50 wait": "7m", "Longest wait": "1h 30m",
+        "Waited longest": "4101_17",
+    }]
     at.switch_page(str(SCREENS / "inference.py")).run()
     services = at.dataframe[0].value
     assert "chat-70b" in set(services["Service"])

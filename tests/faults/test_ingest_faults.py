@@ -19,6 +19,7 @@ import pytest
 
 from service.importer import import_files
 from tests.faults.counting import counts, small_fleet, wait_for_marker
+from tests.simulated import MANIFEST_FILE, SIMULATED
 from warehouse import ingest as ingest_module
 from warehouse import open_warehouse
 
@@ -36,12 +37,12 @@ def fleet(tmp_path_factory: pytest.TempPathFactory) -> Path:
 def clean_counts(fleet: Path, tmp_path_factory: pytest.TempPathFactory) -> dict[str, int]:
     db = tmp_path_factory.mktemp("clean") / "w.duckdb"
     with open_warehouse(db) as wh:
-        import_files(wh, [fleet])
+        import_files(wh, [fleet], ignore=SIMULATED)
     return counts(db)
 
 
 def _import(db: Path, fleet: Path, log: Path, *, paused_at: tuple[Path, int] | None = None) -> subprocess.Popen[bytes]:
-    args = ["import", "--db", str(db), str(fleet)]
+    args = ["import", "--db", str(db), "--ignore", MANIFEST_FILE, str(fleet)]
     head = ["-m", "tests.faults.paused", str(paused_at[0]), str(paused_at[1])] if paused_at else ["-c", IMPORT]
     with log.open("ab") as out:
         return subprocess.Popen([sys.executable, *head, *args], stdout=out, stderr=subprocess.STDOUT, cwd=ROOT)
@@ -78,13 +79,13 @@ def test_injected_enospc_mid_batch_rolls_the_batch_back(
 
     monkeypatch.setattr(ingest_module, "ingest_keyed", full_disk)
     with open_warehouse(db) as wh:
-        summary = import_files(wh, [fleet])
+        summary = import_files(wh, [fleet], ignore=SIMULATED)
         failed = wh.query("SELECT count(*) AS n FROM import_runs WHERE status = 'failed'")["n"][0]
     assert any("No space left" in e for e in summary.errors), summary.errors
     assert failed == 1
     monkeypatch.setattr(ingest_module, "ingest_keyed", real)
     with open_warehouse(db) as wh:
-        import_files(wh, [fleet])
+        import_files(wh, [fleet], ignore=SIMULATED)
     assert counts(db) == clean_counts
 
 
@@ -105,7 +106,7 @@ def small_disk(tmp_path: Path) -> Iterator[Path]:
 def _fill(db: Path, fleet: Path) -> str:
     try:
         with open_warehouse(db) as wh:
-            import_files(wh, [fleet])
+            import_files(wh, [fleet], ignore=SIMULATED)
     except (duckdb.Error, OSError) as exc:
         return str(exc)
     raise AssertionError("the import fitted on the small disk")
@@ -120,7 +121,7 @@ def test_a_real_full_disk_leaves_the_warehouse_consistent(
     partial = counts(db)  # opens, replays what was committed, and holds no duplicate
     assert partial["gpu_minutes"] < clean_counts["gpu_minutes"]
     with open_warehouse(db) as wh:
-        summary = import_files(wh, [fleet])
+        summary = import_files(wh, [fleet], ignore=SIMULATED)
     assert not summary.errors
     assert counts(db) == clean_counts
 

@@ -27,6 +27,7 @@ from service.importer import import_files
 from service.metrics import ServiceMetrics
 from service.tasks import FolderImport, Shared
 from tests.faults.counting import counts, small_fleet, wait_for_marker
+from tests.simulated import SIMULATED
 from warehouse import open_warehouse
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -43,7 +44,7 @@ def fleet(tmp_path_factory: pytest.TempPathFactory) -> Path:
 def clean_counts(fleet: Path, tmp_path_factory: pytest.TempPathFactory) -> dict[str, int]:
     db = tmp_path_factory.mktemp("clean") / "w.duckdb"
     with open_warehouse(db) as wh:
-        assert not import_files(wh, [fleet]).errors
+        assert not import_files(wh, [fleet], ignore=SIMULATED).errors
     return counts(db)
 
 
@@ -151,7 +152,9 @@ def test_the_folder_import_survives_a_full_disk_and_catches_up_when_space_return
     db = small_disk / "w.duckdb"
     now = datetime(2026, 11, 1)
     with open_warehouse(db) as wh:
-        job = FolderImport("import:fleet", timedelta(minutes=5), [fleet], wh, Shared(), ServiceMetrics())
+        job = FolderImport(
+            "import:fleet", timedelta(minutes=5), [fleet], wh, Shared(), ServiceMetrics(), ignore=SIMULATED
+        )
         with pytest.raises(duckdb.Error, match=r"No space left on device") as full:
             job.run(now)  # the scheduler logs this and runs the job again on its next interval
         assert str(db) in str(full.value)  # names where

@@ -133,3 +133,14 @@ def test_any_value_in_any_field_gives_problems_not_crashes(value: object) -> Non
     problems: list[str] = []
     _build(Config, {"clusters": value, "teams": value, "warehouse": value}, "", problems)
     assert all(isinstance(p, str) and ":" in p for p in problems)
+
+
+def test_limits_are_read_and_a_bound_that_refuses_everything_is_a_problem() -> None:
+    config = load_config_text('[limits]\nmax_line_length = 1000\nmax_sample_ahead = "2h"\n', source="x.toml")
+    assert (config.limits.max_line_length, config.limits.max_sample_ahead) == (1000, timedelta(hours=2))
+    with pytest.raises(ConfigError) as caught:
+        load_config_text("[limits]\nmax_line_length = 0\nmax_compression_ratio = 0.5\n", source="x.toml")
+    assert caught.value.problems == [
+        "limits.max_line_length: expected a positive value, got 0",
+        "limits.max_compression_ratio: expected at least 1 (gzip never shrinks text below it)",
+    ]

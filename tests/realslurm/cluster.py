@@ -24,7 +24,7 @@ NODES = ("gpu-01", "gpu-02")
 GPUS_PER_NODE = 8
 PARTITIONS = ("training", "inference", "interactive", "batch")
 
-ACCOUNTING = """\
+FLAT_ACCOUNTING = """\
 add cluster {cluster}
 add qos low Priority=0 PreemptMode=requeue
 add qos high Priority=1000
@@ -38,6 +38,66 @@ add user root Account=inference QOS=normal,low,high,team-quota DefaultQOS=normal
 add user slurm Account=ml-research AdminLevel=Admin Cluster={cluster}
 """
 
+NESTED_ACCOUNTING = """\
+add cluster {cluster}
+add qos scavenger Priority=0 PreemptMode=cancel
+add qos high Priority=1000
+modify qos where name=high set Preempt=scavenger,normal
+modify qos where name=normal set PreemptMode=cancel
+add account research Description=research Organization=ai Cluster={cluster}
+add account vision Parent=research Description=vision Organization=ai Cluster={cluster}
+add account nlp Parent=research Description=nlp Organization=ai Cluster={cluster}
+add account platform Description=platform Organization=ops Cluster={cluster}
+add user root Account=vision QOS=normal,high,scavenger DefaultQOS=normal Cluster={cluster}
+add user root Account=nlp QOS=normal,high,scavenger DefaultQOS=normal Cluster={cluster}
+add user root Account=platform QOS=normal,high,scavenger DefaultQOS=normal Cluster={cluster}
+add user slurm Account=platform AdminLevel=Admin Cluster={cluster}
+"""
+
+
+@dataclass(frozen=True)
+class Partition:
+    name: str
+    max_time: str
+    tier: int
+    default: bool = False
+
+
+@dataclass(frozen=True)
+class Layout:
+    """How a test cluster is built: its nodes, GPUs, partitions, preemption and accounts."""
+
+    name: str
+    cluster: str
+    nodes: tuple[str, ...]
+    gpus_per_node: int
+    partitions: tuple[Partition, ...]
+    preempt_mode: str
+    accounting: str
+    limits: tuple[tuple[str, str], ...] = ()  # (account, GrpTRES), set one sacctmgr call each
+
+
+    @property
+    def hostlist(self) -> str:
+        return f"gpu-[01-{len(self.nodes):02d}]"
+
+
+# Today's layout: 2 nodes x 8 GPUs, four partitions, PreemptMode=REQUEUE, flat accounts.
+FLAT = Layout(
+    "flat", CLUSTER, NODES, GPUS_PER_NODE,
+    tuple(Partition(n, "7-00:00:00", t, n == "training") for n, t in zip(PARTITIONS, (10, 20, 30, 1), strict=True)),
+    "REQUEUE", FLAT_ACCOUNTING,
+)
+# The second layout (issue 19), as many sites run Slurm: 3 nodes x 4 GPUs, `train` and `dev` with different
+# MaxTime, PreemptMode=CANCEL, QOS high/normal/scavenger, research -> {vision, nlp} each with its own
+# GrpTRES gres/gpu (vision also cpu=64), and a top-level platform account.
+NESTED = Layout(
+    "nested", "stewnest", ("gpu-01", "gpu-02", "gpu-03"), 4,
+    (Partition("train", "2-00:00:00", 10, True), Partition("dev", "01:00:00", 20)),
+    "CANCEL", NESTED_ACCOUNTING,
+    (("research", "gres/gpu=10"), ("vision", "cpu=64,gres/gpu=8"), ("nlp", "gres/gpu=5")),
+)
+
 
 def free_port() -> int:
     with socket.socket() as s:
@@ -48,6 +108,7 @@ def free_port() -> int:
 @dataclass
 class SlurmCluster:
     base: Path
+    layout: Layout = FLAT
     ports: dict[str, int] = field(default_factory=dict)
     procs: list[tuple[str, subprocess.Popen[bytes]]] = field(default_factory=list)
     timings: dict[str, float] = field(default_factory=dict)
@@ -110,7 +171,7 @@ class SlurmCluster:
             (self.base / sub).mkdir(parents=True, exist_ok=True)
         self.base.chmod(0o755)
         (self.base / "jobs").chmod(0o1777)
-        for key in ("ctld", "slurmd1", "slurmd2", "dbd", "db", "jwt"):
+        for key in ("ctld", "dbd", "db", "jwt", *(f"slurmd{i + 1}" for i in range(len(self.layout.nodes)))):
             self.ports[key] = free_port()
         self.jwt_port = self.ports["jwt"]
         self._munge()
@@ -121,13 +182,17 @@ class SlurmCluster:
         self._spawn("slurmdbd", ["/usr/sbin/slurmdbd", "-D"])
         self._wait("slurmdbd", lambda: self._ok("sacctmgr", "-n", "list", "cluster"))
         self.timings["slurmdbd"] = time.monotonic() - t0
-        self.run("sacctmgr", "-i", stdin=ACCOUNTING.format(cluster=CLUSTER), check=False)
+        self.run("sacctmgr", "-i", stdin=self.layout.accounting.format(cluster=self.layout.cluster), check=False)
         self.timings["accounts"] = time.monotonic() - t0
         self._spawn("slurmctld", ["/usr/sbin/slurmctld", "-D", "-i"])
         self._wait("slurmctld", lambda: "UP" in self.run("scontrol", "ping", check=False))
-        for node in NODES:
+        for node in self.layout.nodes:
             self._spawn(f"slurmd-{node}", ["/usr/sbin/slurmd", "-D", "-N", node])
         self._wait("nodes idle", self._nodes_idle)
+        # GrpTRES gres/gpu is known to slurmdbd only once slurmctld has registered its AccountingStorageTRES
+        for account, tres in self.layout.limits:
+            self.run("sacctmgr", "-i", "modify", "account", "where", f"name={account}",
+                     f"cluster={self.layout.cluster}", "set", f"GrpTRES={tres}")
         self.timings["slurmd"] = time.monotonic() - t0
         self._spawn(
             "slurmrestd",
@@ -150,7 +215,8 @@ class SlurmCluster:
         key.chmod(0o400)
         for path in (self.base / "munge", key):
             os.chown(path, munge.pw_uid, munge.pw_gid)
-        (self.base / "munge").chmod(0o700)
+        # munged refuses a socket folder without execute for all, and checks it as it starts: set it first
+        (self.base / "munge").chmod(0o711)
         sock = self.base / "munge" / "munge.sock"
         self._spawn(
             "munged",
@@ -168,7 +234,6 @@ class SlurmCluster:
                 f"--seed-file={self.base}/munge/seed",
             ],
         )
-        (self.base / "munge").chmod(0o711)
         self._wait("munged", sock.exists)
 
     def _mariadb(self) -> None:
@@ -212,24 +277,25 @@ class SlurmCluster:
         slurm_uid = pwd.getpwnam("slurm")
         os.chown(key, 0, 0)
         munge_sock = b / "munge" / "munge.sock"
-        for i in range(GPUS_PER_NODE):
+        lay = self.layout
+        for i in range(lay.gpus_per_node):
             dev = b / "dev" / f"nvidia{i}"
             if not dev.exists():
                 os.mknod(dev, 0o666 | 0o020000, os.makedev(195, i))
         host = socket.gethostname().split(".")[0]
         nodes = "\n".join(
             f"NodeName={n} NodeHostname={n} NodeAddr=127.0.0.1 Port={p[f'slurmd{i + 1}']} CPUs=64 Boards=1 "
-            f"SocketsPerBoard=2 CoresPerSocket=32 ThreadsPerCore=1 RealMemory=512000 Gres=gpu:h100:{GPUS_PER_NODE} "
+            f"SocketsPerBoard=2 CoresPerSocket=32 ThreadsPerCore=1 RealMemory=512000 Gres=gpu:h100:{lay.gpus_per_node} "
             "State=UNKNOWN"
-            for i, n in enumerate(NODES)
+            for i, n in enumerate(lay.nodes)
         )
         parts = "\n".join(
-            f"PartitionName={name} Nodes=gpu-[01-02] {'Default=YES ' if name == 'training' else ''}"
-            f"MaxTime=7-00:00:00 State=UP PriorityTier={tier}"
-            for name, tier in zip(PARTITIONS, (10, 20, 30, 1), strict=True)
+            f"PartitionName={part.name} Nodes={lay.hostlist} {'Default=YES ' if part.default else ''}"
+            f"MaxTime={part.max_time} State=UP PriorityTier={part.tier}"
+            for part in lay.partitions
         )
         (etc / "slurm.conf").write_text(f"""\
-ClusterName={CLUSTER}
+ClusterName={lay.cluster}
 SlurmctldHost={host}(127.0.0.1)
 SlurmctldPort={p["ctld"]}
 SlurmdPort={p["slurmd1"]}
@@ -264,7 +330,7 @@ DefMemPerCPU=1000
 PriorityType=priority/multifactor
 PriorityWeightQOS=10000
 PreemptType=preempt/qos
-PreemptMode=REQUEUE
+PreemptMode={lay.preempt_mode}
 JobRequeue=1
 GresTypes=gpu
 AccountingStorageType=accounting_storage/slurmdbd
@@ -278,7 +344,8 @@ JobCompType=jobcomp/none
 {parts}
 """)
         (etc / "gres.conf").write_text(
-            f"AutoDetect=off\nNodeName=gpu-[01-02] Name=gpu Type=h100 File={b}/dev/nvidia[0-{GPUS_PER_NODE - 1}]\n"
+            f"AutoDetect=off\nNodeName={lay.hostlist} Name=gpu Type=h100 "
+            f"File={b}/dev/nvidia[0-{lay.gpus_per_node - 1}]\n"
         )
         dbd = etc / "slurmdbd.conf"
         dbd.write_text(f"""\
@@ -308,11 +375,11 @@ StorageLoc=slurm_acct_db
             return s.connect_ex(("127.0.0.1", port)) == 0
 
     def _nodes_idle(self) -> bool:
-        out = self.run("sinfo", "-h", "-N", "-p", "training", "-o", "%N %T", check=False)
+        out = self.run("sinfo", "-h", "-N", "-p", self.layout.partitions[0].name, "-o", "%N %T", check=False)
         states = dict(line.split() for line in out.splitlines() if line.strip())
         if any(s.startswith(("drain", "down", "inval")) for s in states.values()):
-            self.run("scontrol", "update", "nodename=gpu-[01-02]", "state=resume", check=False)
-        return len(states) == len(NODES) and all(s == "idle" for s in states.values())
+            self.run("scontrol", "update", f"nodename={self.layout.hostlist}", "state=resume", check=False)
+        return len(states) == len(self.layout.nodes) and all(s == "idle" for s in states.values())
 
     # -- teardown ------------------------------------------------------------------------------
 

@@ -184,7 +184,10 @@ def with_frames(outputs: MonthOutputs, **frames: pl.DataFrame) -> MonthOutputs:
     """The outputs with some frames replaced (e.g. emptied, or lacking columns)."""
     merged = {
         name: frames.get(name, getattr(outputs, name))
-        for name in ("results", "idle", "episodes", "usage", "completeness", "plan_items", "daily_usage", "failures")
+        for name in (
+            "results", "idle", "episodes", "usage", "completeness", "plan_items", "daily_usage", "failures", "arrays",
+            "accounts",
+        )
     }
     unknown = set(frames) - set(merged)
     if unknown:

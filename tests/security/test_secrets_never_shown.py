@@ -25,6 +25,7 @@ from service.cli import cli
 from simulator import simulate
 from tests.alerts.server import Recorder, recording_server
 from tests.realcomponents.conftest import free_port
+from tests.simulated import MANIFEST_FILE
 from warehouse import open_warehouse
 
 WEBHOOK_SECRET = "whsec-demo-9d3f0b2a77"
@@ -58,7 +59,7 @@ def run_output(tmp_path_factory: pytest.TempPathFactory, receiver: Recorder) -> 
     db = str(root / "w.duckdb")
     commands = [
         ["validate-config", str(config)],
-        ["import", "--config", str(config), "--db", db, str(root / "data")],
+        ["import", "--config", str(config), "--db", db, "--ignore", MANIFEST_FILE, str(root / "data")],
         ["evaluate", "--config", str(config), "--db", db],
         ["alerts", "test", "--config", str(config)],
         ["alerts", "list", "--config", str(config), "--db", db, "--outbox"],
