@@ -20,6 +20,22 @@ class Direction(StrEnum):
     AT_LEAST = "at_least"
 
 
+class Judgement(StrEnum):
+    """How an objective on the indicator is judged over its window (docs/evaluation.md#objectives).
+
+    - EVENTS: each event (a job's wait, a request's latency) is good when it is within the threshold;
+      the objective is met when the good share reaches the objective's `target` (the SLI of the
+      Google SRE workbook, Sloth and Pyrra). The value shown is the percentile the name says.
+    - SHARE: the value is itself a share of good events (COMPLETED records, slots up); the threshold
+      is the share required, so a separate target does not apply.
+    - LEVEL: a total or level over the window (GPU-hours, counts); met when value meets threshold.
+    """
+
+    EVENTS = "events"
+    SHARE = "share"
+    LEVEL = "level"
+
+
 @dataclass(frozen=True)
 class Indicator:
     name: str
@@ -27,7 +43,21 @@ class Indicator:
     direction: Direction
     scenarios: frozenset[Scenario]
     help: str
+    percentile: float | None = None  # EVENTS indicators: the quantile shown, and the default target
+    digest: bool = False  # computed from the month's minute digest: judged over the calendar month only
 
+    @property
+    def judgement(self) -> Judgement:
+        if self.percentile is not None:
+            return Judgement.EVENTS
+        return Judgement.SHARE if self.name in SHARES else Judgement.LEVEL
+
+
+SHARES = frozenset({
+    "success_rate", "preemption_rate", "reproducible_share", "within_deadline", "record_completeness",
+    "error_rate", "availability", "telemetry_completeness",
+})
+"""Ratio indicators that count good (or bad) events: their threshold is the share required."""
 
 _BATCHLIKE = frozenset(
     {Scenario.TRAINING, Scenario.FINE_TUNING, Scenario.EVALUATION, Scenario.BATCH_INFERENCE, Scenario.GENERAL_COMPUTE}
@@ -45,6 +75,7 @@ INDICATORS: dict[str, Indicator] = {
             Direction.AT_MOST,
             _BATCHLIKE,
             "median time from eligible to start, per queue",
+            percentile=0.5,
         ),
         Indicator(
             "queue_wait_p95",
@@ -52,6 +83,7 @@ INDICATORS: dict[str, Indicator] = {
             Direction.AT_MOST,
             _BATCHLIKE,
             "95th percentile time from eligible to start, per queue",
+            percentile=0.95,
         ),
         Indicator(
             "queue_wait_max",
@@ -59,6 +91,7 @@ INDICATORS: dict[str, Indicator] = {
             Direction.AT_MOST,
             _BATCHLIKE,
             "longest wait of any job in the month (starvation), per queue",
+            percentile=1.0,
         ),
         Indicator(
             "success_rate",
@@ -94,6 +127,7 @@ INDICATORS: dict[str, Indicator] = {
             Direction.AT_MOST,
             _BATCHLIKE,
             "95th percentile time from a preemption or failure back to running, per queue",
+            percentile=0.95,
         ),
         Indicator(
             "reproducible_share",
@@ -122,6 +156,7 @@ INDICATORS: dict[str, Indicator] = {
             Direction.AT_LEAST,
             _BATCHLIKE,
             "mean compute utilisation (0..1) of the GPU-minutes with data while allocated, per queue",
+            digest=True,
         ),
         Indicator(
             "record_completeness",
@@ -136,6 +171,7 @@ INDICATORS: dict[str, Indicator] = {
             Direction.AT_MOST,
             _INFERENCE,
             "95th percentile end-to-end request latency, per service",
+            percentile=0.95,
         ),
         Indicator(
             "latency_p99",
@@ -143,6 +179,7 @@ INDICATORS: dict[str, Indicator] = {
             Direction.AT_MOST,
             _INFERENCE,
             "99th percentile end-to-end request latency, per service",
+            percentile=0.99,
         ),
         Indicator(
             "ttft_p95",
@@ -150,6 +187,7 @@ INDICATORS: dict[str, Indicator] = {
             Direction.AT_MOST,
             _INFERENCE,
             "95th percentile time to first token, per service",
+            percentile=0.95,
         ),
         Indicator(
             "ttft_p99",
@@ -157,6 +195,7 @@ INDICATORS: dict[str, Indicator] = {
             Direction.AT_MOST,
             _INFERENCE,
             "99th percentile time to first token, per service",
+            percentile=0.99,
         ),
         Indicator(
             "error_rate",
@@ -213,6 +252,7 @@ INDICATORS: dict[str, Indicator] = {
             Direction.AT_MOST,
             _INTERACTIVE,
             "95th percentile time from submit to start of a session",
+            percentile=0.95,
         ),
         Indicator(
             "idle_gpu_hours",
@@ -220,6 +260,7 @@ INDICATORS: dict[str, Indicator] = {
             Direction.AT_MOST,
             _INTERACTIVE,
             "GPU-hours allocated but idle, per team",
+            digest=True,
         ),
         Indicator(
             "sessions_not_reclaimed",
@@ -227,6 +268,7 @@ INDICATORS: dict[str, Indicator] = {
             Direction.AT_MOST,
             _INTERACTIVE,
             "sessions that stayed idle past the idle limit or ran past the lifecycle limit, per team",
+            digest=True,
         ),
         Indicator(
             "share_over_entitlement",
@@ -248,6 +290,7 @@ INDICATORS: dict[str, Indicator] = {
             Direction.AT_LEAST,
             _ALL,
             "share of a host's expected GPU-minutes that have telemetry",
+            digest=True,
         ),
     )
 }

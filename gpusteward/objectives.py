@@ -15,6 +15,8 @@ from enum import StrEnum
 
 from gpusteward.config.schema import Config, ScenarioConfig
 from gpusteward.domain import Scenario
+from gpusteward.indicators import INDICATORS
+from gpusteward.slo_window import parse_window
 
 _H = 3600.0
 _M = 60.0
@@ -25,20 +27,31 @@ class Source(StrEnum):
     DEFAULT = "default"
 
 
+def default_target(indicator: str) -> float:
+    """The target an objective has when the config gives none: a pNN indicator's NN%, else 0.99."""
+    found = INDICATORS.get(indicator)
+    return found.percentile if found is not None and found.percentile is not None else 0.99
+
+
 @dataclass(frozen=True)
 class Objective:
-    """One objective of one scenario, in the units results are written in."""
+    """One objective of one scenario, in the units results are written in.
+
+    `target` is the share of good events over `window` for indicators judged by events
+    (gpusteward.indicators.Judgement); the error budget is 1 - target. `window` None is the calendar
+    month of the review; otherwise a rolling window ending at the review's end.
+    """
 
     scenario: Scenario
     indicator: str
     threshold: float  # seconds for durations
-    target: float = 0.99  # share of windows that must meet the threshold (error budget = 1 - target)
-    window: timedelta = timedelta(days=30)
+    target: float = 0.99
+    window: timedelta | None = None
     source: Source = Source.DEFAULT
 
 
 def _d(scenario: Scenario, *pairs: tuple[str, float]) -> tuple[Objective, ...]:
-    return tuple(Objective(scenario, indicator, threshold) for indicator, threshold in pairs)
+    return tuple(Objective(scenario, indicator, threshold, default_target(indicator)) for indicator, threshold in pairs)
 
 
 _QUEUE_BASICS = (("queue_wait_max", 24 * _H), ("success_rate", 0.5), ("record_completeness", 0.95))
@@ -81,7 +94,11 @@ def scenario_objectives(config: Config, scenario: Scenario) -> tuple[Objective, 
     """The scenario's configured objectives, then the defaults for the indicators it does not name."""
     sc = config.scenarios.get(scenario, ScenarioConfig())
     configured = tuple(
-        Objective(scenario, s.indicator, s.threshold, s.target, s.window, Source.CONFIG) for s in sc.slos
+        Objective(
+            scenario, s.indicator, s.threshold, default_target(s.indicator) if s.target is None else s.target,
+            parse_window(s.window), Source.CONFIG,
+        )
+        for s in sc.slos
     )
     if not sc.defaults:
         return configured

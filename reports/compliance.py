@@ -13,6 +13,7 @@ from reports.context import Context
 from reports.figures import latency_chart, queue_chart
 from reports.findings import sla_evidence
 from reports.model import Block, Cell, Column, Heading, Message, Quantity, Row, Section, Table, Term, Verdict
+from reports.objectives import objectives_table
 from sla.capacity import NEAR_CAPACITY, near_capacity
 
 _SCENARIO_ORDER = {s.value: i for i, s in enumerate(Scenario)}
@@ -69,7 +70,8 @@ def build_sla(ctx: Context) -> Section:
             ("met", Quantity(met, "count")),
             ("missed", Quantity(missed, "count")),
             ("unjudged", Quantity(results.height - met - missed, "count")),
-        ))
+        )),
+        *objectives_table(ctx, results),
     ]
     scenario: str | None = None
     rows: list[Row] = []

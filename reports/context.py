@@ -74,7 +74,7 @@ class Context:
         history: Sequence[MonthOutputs] = (),
         applied: Sequence[AppliedChange] = (),
     ) -> None:
-        self.month = outputs.month
+        self.month = outputs.month.in_zone(config.timezone)  # stored months carry no zone; the config says
         self.config = config
         self.history = tuple(history)  # earlier months, read by the trend and follow-up sections
         self.applied = tuple(applied)  # quota changes applied so far, read by the follow-up section

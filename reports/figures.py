@@ -139,7 +139,7 @@ def _days(ctx: Context, daily: pl.DataFrame) -> list[date]:
     last = daily["day"].max()
     if not isinstance(last, date):
         return []
-    first = ctx.month.start.date()
+    first = ctx.month.start.astimezone(ctx.month.zone).date()
     return [first + timedelta(days=i) for i in range((last - first).days + 1)]
 
 

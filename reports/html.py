@@ -66,7 +66,7 @@ class HtmlView:
         self.review = review
         self.lang = lang
         self.html_lang = HTML_LANG[lang]
-        self.fmt = Formatter(lang, escape=_escape, strong=_strong)
+        self.fmt = Formatter(lang, escape=_escape, strong=_strong, zone=review.month.tz)
         self.fonts = _trusted(", ".join(f'"{f}"' for f in FONTS))
         self._figures = 0
 
@@ -83,10 +83,7 @@ class HtmlView:
         return _trusted(self.fmt.t("review.title", month=self.fmt.month(self.review.month)))
 
     def period(self) -> Markup:
-        month = self.review.month
-        start = self.fmt.moment(month.start.replace(tzinfo=None))
-        end = self.fmt.moment(month.end.replace(tzinfo=None))
-        return _trusted(self.fmt.t("review.period", start=start, end=end))
+        return _trusted(self.fmt.period(self.review.month))
 
     def section_title(self, key: str) -> Markup:
         return _trusted(self.fmt.t(f"section.{key}.title"))
@@ -128,7 +125,7 @@ class HtmlView:
     @property
     def fmt_plain(self) -> Formatter:
         """Chart text is drawn, not parsed as HTML: no escaping, no tags."""
-        return Formatter(self.lang)
+        return Formatter(self.lang, zone=self.review.month.tz)
 
     def footnote(self, note: Footnote) -> Markup:
         return _trusted(footnote_text(self.fmt, note, _escape))

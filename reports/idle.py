@@ -28,6 +28,50 @@ def _pointer(row: dict[str, object]) -> str:
     return f"cluster={row['cluster']} job={row['job_id']}{util}"
 
 
+def _zero_activity(ctx: Context, idle: pl.DataFrame) -> list[Block]:
+    """Idle runs next to held time at exactly zero engine activity, by scenario, and which is which.
+
+    Both are true and they measure different things: idle counts runs of `idle.min_minutes` or more
+    below `idle.util_below`; zero activity counts every held GPU-minute at exactly 0, however short
+    the gap (a training step waiting on data or a checkpoint counts there, not as idle).
+    """
+    if "zero_activity_minutes" not in idle.columns or idle["zero_activity_minutes"].null_count() == idle.height:
+        return []
+    scenarios = (
+        idle.group_by("scenario")
+        .agg(*nullable_sum("gpu_minutes", "wasted", "zero_activity_minutes"), pl.len().alias("n"))
+        .sort(["zero_activity_minutes", "scenario"], descending=[True, False], nulls_last=True)
+    )
+    rows: list[Row] = []
+    for row in scenarios.iter_rows(named=True):
+        cells: tuple[Cell, ...] = (
+            Term("scenario", row["scenario"]),
+            _hours(row["gpu_minutes"]),
+            _hours(row["wasted"]),
+            _hours(row["zero_activity_minutes"]),
+            Quantity(ratio(row["zero_activity_minutes"], row["gpu_minutes"]), "percent"),
+        )
+        ev = Evidence("idle_by_job", row["n"], None, None, f"scenario={row['scenario']}")
+        rows.append(Row(cells, ctx.notes.ref(ev)))
+    total = idle.select(nullable_sum("wasted", "zero_activity_minutes")).row(0, named=True)
+    columns = (
+        Column("col.scenario"),
+        Column("col.with_data", numeric=True),
+        Column("col.idle_runs", numeric=True),
+        Column("col.zero_activity", numeric=True),
+        Column("col.zero_share", numeric=True),
+    )
+    return [
+        Message("idle.zero_activity", (
+            ("idle", _hours(total["wasted"])),
+            ("zero", _hours(total["zero_activity_minutes"])),
+            ("minutes", Quantity(ctx.config.idle.min_minutes, "count")),
+            ("below", Quantity(ctx.config.idle.util_below / 100.0, "percent")),
+        )),
+        Table(columns, tuple(rows)),
+    ]
+
+
 def build_idle(ctx: Context) -> Section:
     reason = ctx.unavailable("idle")
     if reason is not None:
@@ -80,6 +124,7 @@ def build_idle(ctx: Context) -> Section:
     blocks += [Message("idle.by_team"), Table(columns, tuple(rows))]
     if (chart := idle_chart(ctx, idle, _covered(sums))) is not None:
         blocks.append(chart)
+    blocks += _zero_activity(ctx, idle)
 
     top = idle.filter(pl.col("wasted") > 0).sort(
         ["wasted", "cluster", "job_id"], descending=[True, False, False]).head(TOP_JOBS)

@@ -9,10 +9,11 @@ from __future__ import annotations
 import json
 import math
 from collections.abc import Callable, Mapping
-from datetime import datetime
+from datetime import UTC, datetime
 from functools import cache
 from importlib import resources
 from typing import Literal
+from zoneinfo import ZoneInfo
 
 from gpusteward.domain import Month
 from reports.model import Cell, Message, Moment, Quantity, Term, Terms, Text, Verdict
@@ -50,8 +51,10 @@ class Formatter:
         *,
         escape: Callable[[str], str] = _plain,
         strong: Callable[[str], str] = _plain,
+        zone: str = "UTC",
     ) -> None:
         self.lang = lang
+        self.zone = zone  # moments (naive UTC, or aware) are written in this time zone
         self.messages = load_catalogue(lang)
         self._escape = escape
         self._strong = strong
@@ -140,11 +143,23 @@ class Formatter:
     def moment(self, value: datetime | None) -> str:
         if value is None:
             return self.t("common.no_data")
+        if value.tzinfo is not None or self.zone != "UTC":
+            value = (value if value.tzinfo is not None else value.replace(tzinfo=UTC)).astimezone(ZoneInfo(self.zone))
         return self.t(
             "datetime",
             y=value.year, mo=f"{value.month:02d}", d=f"{value.day:02d}",
             h=f"{value.hour:02d}", mi=f"{value.minute:02d}",
         )
+
+    def period(self, month: Month) -> str:
+        """The review's period in the month's time zone, with its UTC instants when the zone is another."""
+        utc = ""
+        if month.tz != "UTC":
+            utc = self.t("review.period_utc", start=Formatter(self.lang).moment(month.start),
+                         end=Formatter(self.lang).moment(month.end))
+        local = Formatter(self.lang, zone=month.tz)
+        return self.t("review.period", start=local.moment(month.start), end=local.moment(month.end), utc=utc,
+                      zone=month.tz)
 
     def month(self, month: Month) -> str:
         return self.t("month", y=month.year, m=month.month, name=self.t(f"month.{month.month}"))

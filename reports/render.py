@@ -74,7 +74,7 @@ class _MarkdownView:
 
     def __init__(self, review: Review, lang: Lang) -> None:
         self.review = review
-        self.fmt = Formatter(lang, escape=escape_markdown, strong=_strong)
+        self.fmt = Formatter(lang, escape=escape_markdown, strong=_strong, zone=review.month.tz)
 
     def t(self, key: str, **params: object) -> str:
         return self.fmt.t(key, **params)
@@ -86,10 +86,7 @@ class _MarkdownView:
         return self.t("review.title", month=self.fmt.month(self.review.month))
 
     def period(self) -> str:
-        month = self.review.month
-        start = self.fmt.moment(month.start.replace(tzinfo=None))
-        end = self.fmt.moment(month.end.replace(tzinfo=None))
-        return self.t("review.period", start=start, end=end)
+        return self.fmt.period(self.review.month)
 
     def summary(self) -> list[str]:
         out = []

@@ -27,6 +27,7 @@ from service.cli_options import (
 from service.cli_quota import quota
 from service.cli_scheduler import scheduler
 from service.cli_simulate_serve import serve_fleet
+from service.cli_slo import slo
 from service.serve import serve
 
 
@@ -270,6 +271,7 @@ cli.add_command(serve)
 cli.add_command(quota)
 cli.add_command(collect)
 cli.add_command(serve_fleet)
+cli.add_command(slo)
 
 
 def main() -> None:

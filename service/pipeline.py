@@ -37,7 +37,9 @@ def latest_month(wh: Warehouse) -> Month:
 
 
 def evaluate(wh: Warehouse, config: Config, month: Month) -> MonthOutputs:
-    """Evaluate the month, plan quota changes, and store both; return the month's outputs."""
+    """Evaluate the month (its days in the pool's time zone), plan quota changes, and store both;
+    return the month's outputs."""
+    month = month.in_zone(config.timezone)
     inputs = wh.evaluation_inputs(month, idle=config.idle)
     outputs = evaluate_month(inputs, config)
     plan = _plan(outputs, inputs.quota_snapshots, config, queue_usage(inputs, config), demand_of(inputs, config))

@@ -78,7 +78,7 @@ class ReserveEvaluator:
             rows.append(result_row(
                 inputs, scenario=_INFERENCE, subject_kind="cluster", subject=line.cluster,
                 indicator="reserve_headroom_gpus", value=float(worst - line.min_gpus),
-                objective=slo.threshold if slo else None, rows=per_minute.height, completeness=1.0,
+                objective=slo.threshold if slo else None, slo=slo, rows=per_minute.height, completeness=1.0,
                 evidence=evidence,
             ))
         return results_frame(rows)

@@ -18,9 +18,10 @@ from gpusteward.attribution import classify_jobs
 from gpusteward.config.schema import Config
 from gpusteward.domain import Scenario
 from gpusteward.durations import format_duration
-from gpusteward.indicators import INDICATORS, Direction
+from gpusteward.indicators import INDICATORS, Direction, Judgement
 from gpusteward.objectives import Objective, objective_for
 from gpusteward.tables import JOBS, conform
+from sla.budget import budget_left as budget_of
 from sla.inputs import EvaluationInputs
 from sla.results import SLA_RESULTS
 
@@ -48,6 +49,7 @@ class Window:
 
     start: datetime
     end: datetime
+    tz: str = "UTC"  # the pool's time zone: where its days begin (gpusteward.domain.Month)
 
     @property
     def minutes(self) -> int:
@@ -59,11 +61,34 @@ class Window:
 
 
 def window_of(inputs: EvaluationInputs) -> Window:
+    """The month's window, or the rolling window `inputs.rolling` that ends where the month's does."""
     start = naive_utc(inputs.month.start)
     end = naive_utc(inputs.month.end)
     if inputs.data_end is not None:
         end = min(end, naive_utc(inputs.data_end))
-    return Window(start, max(start, end))
+    end = max(start, end)
+    if inputs.rolling is not None:
+        # Rolling windows are at most 28 days; only a month still in progress clips one at its start.
+        start = max(start, end - inputs.rolling)
+    return Window(start, end, inputs.month.tz)
+
+
+def local_date(moment: pl.Expr, tz: str) -> pl.Expr:
+    """The date in `tz` of a naive UTC timestamp column."""
+    if tz == "UTC":
+        return moment.dt.date()
+    return moment.dt.replace_time_zone("UTC").dt.convert_time_zone(tz).dt.date()
+
+
+def local_midnight(day: pl.Expr, tz: str) -> pl.Expr:
+    """Naive UTC instant at which the date `day` begins in `tz` (a DST day lasts 23 or 25 hours)."""
+    midnight = day.cast(pl.Datetime("us"))
+    if tz == "UTC":
+        return midnight
+    # Where a DST change skips midnight itself, the day begins at the first instant that exists.
+    local = midnight.dt.replace_time_zone(tz, ambiguous="earliest", non_existent="null")
+    later = (midnight + pl.duration(hours=1)).dt.replace_time_zone(tz, ambiguous="earliest", non_existent="null")
+    return pl.coalesce(local, later).dt.convert_time_zone("UTC").dt.replace_time_zone(None)
 
 
 def slo_for(config: Config, scenario: Scenario | str, indicator: str) -> Objective | None:
@@ -84,6 +109,53 @@ def met(indicator: str, value: float | None, objective: float | None) -> bool | 
     return value >= objective
 
 
+@dataclass(frozen=True)
+class Events:
+    """Good events of `total` for an indicator judged by events: e.g. waits within the threshold."""
+
+    good: float
+    total: float
+
+    @property
+    def share(self) -> float | None:
+        return self.good / self.total if self.total > 0 else None
+
+
+def events_within(values: Iterable[float] | None, slo: Objective | None) -> Events | None:
+    """Events of a duration indicator (waits, recovery times): good when at most the threshold."""
+    if slo is None or values is None:
+        return None
+    known = [v for v in values if v is not None and not math.isnan(v)]
+    return Events(float(sum(1 for v in known if v <= slo.threshold)), float(len(known)))
+
+
+def judge(
+    indicator: str, value: float | None, slo: Objective | None, events: Events | None
+) -> tuple[bool | None, float | None]:
+    """(met, error budget left) of a value under its objective (docs/evaluation.md#objectives).
+
+    - EVENTS indicators: met when the good share reaches the target; the budget is 1 - target.
+    - SHARE indicators: the value is the share of good (at_least) or bad (at_most) events and the
+      threshold the share required, so the budget is the bad share the threshold allows.
+    - LEVEL indicators: value against threshold; no budget.
+    """
+    if slo is None:
+        return None, None
+    judgement = INDICATORS[indicator].judgement
+    if judgement is Judgement.EVENTS:
+        if events is None or events.total <= 0:
+            return None, None
+        good = events.good / events.total
+        # Compare with a little slack: 19 of 20 waits within the threshold meet a 0.95 target exactly.
+        return good >= slo.target - 1e-9, budget_of(events.total - events.good, events.total, slo.target)
+    verdict = met(indicator, value, slo.threshold)
+    if judgement is Judgement.SHARE and value is not None and not math.isnan(value):
+        if INDICATORS[indicator].direction is Direction.AT_MOST:
+            return verdict, budget_of(value, 1.0, 1.0 - slo.threshold)
+        return verdict, budget_of(1.0 - value, 1.0, slo.threshold)
+    return verdict, None
+
+
 def result_row(
     inputs: EvaluationInputs,
     *,
@@ -97,10 +169,17 @@ def result_row(
     completeness: float | None,
     evidence: str,
     budget_left: float | None = None,
+    slo: Objective | None = None,
+    events: Events | None = None,
 ) -> dict[str, Any]:
-    """One SLA_RESULTS row; `met` follows the indicator's direction from the catalogue."""
+    """One SLA_RESULTS row. With `slo`, `met` and `budget_left` follow `judge` (an explicit
+    `budget_left` wins); without, `met` compares the value with `objective` in the indicator's direction."""
     if value is not None and math.isnan(value):
         value = None
+    verdict = met(indicator, value, objective)
+    if slo is not None:
+        verdict, judged_budget = judge(indicator, value, slo, events)
+        budget_left = judged_budget if budget_left is None else budget_left
     return {
         "month": str(inputs.month),
         "scenario": scenario,
@@ -109,7 +188,7 @@ def result_row(
         "indicator": indicator,
         "value": value,
         "objective": objective,
-        "met": met(indicator, value, objective),
+        "met": verdict,
         "budget_left": budget_left,
         "rows": rows,
         "completeness": None if completeness is None else min(1.0, max(0.0, completeness)),

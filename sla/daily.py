@@ -1,4 +1,7 @@
-"""GPU-hours allocated per UTC day, scenario and team, with the mean utilisation while allocated.
+"""GPU-hours allocated per day, scenario and team, with the mean utilisation while allocated.
+
+Days begin at midnight in the pool's time zone (`timezone`, UTC by default): a DST day has 23 or
+25 hours.
 
 GPU-hours are gpus_allocated x the part of the record's [start, end) inside each day and the
 evaluation window (a running job holds its GPUs up to the end of the data), so a day's rows sum to
@@ -15,7 +18,7 @@ import polars as pl
 
 from gpusteward.config.schema import Config, IdleConfig
 from gpusteward.domain import UNATTRIBUTED
-from sla.common import Window, classified_jobs, window_of, with_overlap
+from sla.common import Window, classified_jobs, local_date, local_midnight, window_of, with_overlap
 from sla.inputs import EvaluationInputs
 from sla.minute_digest import minute_digest
 from sla.results import DAILY_USAGE
@@ -25,7 +28,7 @@ _DAY = timedelta(days=1)
 
 
 def _daily_hours(jobs: pl.DataFrame, window: Window) -> pl.DataFrame:
-    """(day, scenario, team, gpu_hours) from the records' held intervals, split at UTC midnight."""
+    """(day, scenario, team, gpu_hours) from the records' held intervals, split at local midnight."""
     held = jobs.filter((pl.col("held_s") > 0) & (pl.col("gpus_allocated").fill_null(0) > 0)).select(
         "scenario",
         "team",
@@ -33,12 +36,10 @@ def _daily_hours(jobs: pl.DataFrame, window: Window) -> pl.DataFrame:
         pl.max_horizontal(pl.col("start_time"), pl.lit(window.start)).alias("_s"),
         pl.min_horizontal(pl.col("end_time").fill_null(pl.lit(window.end)), pl.lit(window.end)).alias("_e"),
     )
-    split = held.with_columns(
-        pl.date_ranges(pl.col("_s").dt.date(), (pl.col("_e") - pl.duration(microseconds=1)).dt.date()).alias("day")
-    ).explode("day")
-    day_start = pl.col("day").cast(pl.Datetime("us"))
-    part_s = pl.max_horizontal(pl.col("_s"), day_start)
-    part_e = pl.min_horizontal(pl.col("_e"), day_start + pl.lit(_DAY))
+    last = local_date(pl.col("_e") - pl.duration(microseconds=1), window.tz)
+    split = held.with_columns(pl.date_ranges(local_date(pl.col("_s"), window.tz), last).alias("day")).explode("day")
+    part_s = pl.max_horizontal(pl.col("_s"), local_midnight(pl.col("day"), window.tz))
+    part_e = pl.min_horizontal(pl.col("_e"), local_midnight(pl.col("day") + pl.lit(_DAY), window.tz))
     hours = pl.col("_gpus") * (part_e - part_s).dt.total_microseconds().cast(pl.Float64) / 3.6e9
     return split.group_by(*_KEY).agg(hours.sum().alias("gpu_hours"))
 

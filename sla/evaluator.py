@@ -7,14 +7,19 @@ importing this module registers nothing.
 from __future__ import annotations
 
 from collections.abc import Collection, Iterator
+from dataclasses import replace
+from datetime import timedelta
 from typing import Protocol
 
 import polars as pl
 
 from gpusteward.config.schema import Config
 from gpusteward.domain import Scenario
+from gpusteward.objectives import Objective, objectives
+from gpusteward.slo_window import format_window
 from gpusteward.tables import conform
 from sla.capacity import ReserveEvaluator, TelemetryEvaluator
+from sla.common import ALL_SCENARIOS, window_of
 from sla.fairness import FairnessEvaluator
 from sla.inference import OnlineInferenceEvaluator
 from sla.inputs import EvaluationInputs
@@ -93,11 +98,51 @@ def evaluate(
     Rows come back in a fixed order, so evaluating the same inputs twice gives equal frames.
     """
     chosen = registry if registry is not None else default_registry()
-    frames = [
-        conform(evaluator.evaluate(inputs, config), SLA_RESULTS)
-        for _name, evaluator in chosen
-        if scenarios is None or evaluator.scenarios & frozenset(scenarios)
+    running = [
+        evaluator for _name, evaluator in chosen if scenarios is None or evaluator.scenarios & frozenset(scenarios)
     ]
+    frames = [conform(evaluator.evaluate(inputs, config), SLA_RESULTS) for evaluator in running]
     if not frames:
         return pl.DataFrame(schema=SLA_RESULTS)
-    return pl.concat(frames).sort(_ORDER, maintain_order=True)
+    month = pl.concat(frames)
+    for span, keys in rolling_objectives(config).items():
+        month = _judged_over(month, inputs, config, running=running, span=span, keys=keys)
+    return month.sort(_ORDER, maintain_order=True)
+
+
+def rolling_objectives(config: Config) -> dict[timedelta, set[tuple[str, str]]]:
+    """(scenario, indicator) of the rows each rolling window judges. Pool-wide rows (scenario `all`)
+    follow the first objective of their indicator in any scenario, as their evaluators do."""
+    out: dict[timedelta, set[tuple[str, str]]] = {}
+    first: dict[str, Objective] = {}
+    for (scenario, indicator), objective in objectives(config).items():
+        first.setdefault(indicator, objective)
+        if objective.window is not None:
+            out.setdefault(objective.window, set()).add((scenario.value, indicator))
+    for indicator, objective in first.items():
+        if objective.window is not None:
+            out[objective.window].add((ALL_SCENARIOS, indicator))
+    return out
+
+
+def _judged_over(
+    month: pl.DataFrame, inputs: EvaluationInputs, config: Config, *, running: list[Evaluator], span: timedelta,
+    keys: set[tuple[str, str]],
+) -> pl.DataFrame:
+    """Replace the rows of `keys` with the same evaluators' rows over the rolling window `span`."""
+    rolling = replace(inputs, rolling=span)
+    window = window_of(rolling)
+    touched = {scenario for scenario, _ in keys}
+    frames = [
+        conform(e.evaluate(rolling, config), SLA_RESULTS)
+        for e in running
+        if ALL_SCENARIOS in touched or {s.value for s in e.scenarios} & touched
+    ]
+    key = pl.concat_str(pl.col("scenario"), pl.lit("\x1f"), pl.col("indicator"))
+    wanted = [f"{scenario}\x1f{indicator}" for scenario, indicator in sorted(keys)]
+    note = f" (judged over the rolling {format_window(span)} window from {window.start:%Y-%m-%d %H:%M} UTC)"
+    judged = (
+        pl.concat(frames).filter(key.is_in(wanted)).with_columns(pl.col("evidence") + pl.lit(note))
+        if frames else pl.DataFrame(schema=SLA_RESULTS)
+    )
+    return pl.concat([month.filter(~key.is_in(wanted)), judged])

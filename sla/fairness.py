@@ -77,7 +77,7 @@ class FairnessEvaluator:
         slo = next((o for o in (slo_for(config, s, "jain_index") for s in Scenario) if o is not None), None)
         rows.append(result_row(
             inputs, scenario=ALL_SCENARIOS, subject_kind="pool", subject="pool", indicator="jain_index", value=jain,
-            objective=slo.threshold if slo else None, rows=len(multiples), completeness=completeness,
+            objective=slo.threshold if slo else None, slo=slo, rows=len(multiples), completeness=completeness,
             evidence=f"over {len(multiples)} teams' share_over_entitlement; {pool}",
         ))
         return results_frame(rows)

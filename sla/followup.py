@@ -107,7 +107,7 @@ def assess(
     earlier = {h.month: h.results for h in history if h.month < month and isinstance(h.results, pl.DataFrame)}
     found: list[Assessment] = []
     for change in due(changes, month, lookback_months=lookback_months):
-        baseline = Month.of(_utc(change.applied_at)).previous()
+        baseline = Month.of(_utc(change.applied_at), month.tz).previous()
         base = earlier.get(baseline)
         if change.rolled_back_at is not None and _utc(change.rolled_back_at) < month.end:
             found.append(_empty(change, baseline, "rolled_back"))

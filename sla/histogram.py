@@ -125,3 +125,30 @@ def quantiles_of(hists: pl.DataFrame, qs: dict[str, float]) -> pl.DataFrame:
     out = keyed.join(values, on="_row", how="left").sort("_row")
     # NaN means "no observations": turn it into null so it is never mistaken for a number.
     return out.drop("_row", "_layout").with_columns(pl.col(name).fill_nan(None) for name in qs)
+
+
+def observations_within(le: Sequence[float], counts: Sequence[float], threshold: float) -> tuple[float, float]:
+    """(observations at or below `threshold`, all observations) of one cumulative histogram.
+
+    The inverse of `histogram_quantile` with the same linear interpolation inside a bucket, so the
+    quantile q is within the threshold exactly when the share returned reaches q (Pyrra's latency
+    SLI, with the threshold between bounds interpolated instead of rounded to a bound). Observations
+    in the +Inf bucket count as the highest finite bound, as the quantile treats them.
+    """
+    bounds = np.asarray(le, dtype=np.float64)
+    if bounds.size < 2 or not np.isposinf(bounds[-1]) or len(counts) != bounds.size:
+        return 0.0, 0.0
+    mono = np.maximum.accumulate(np.nan_to_num(np.asarray(counts, dtype=np.float64), nan=0.0))
+    total = float(mono[-1])
+    if total <= 0 or threshold >= bounds[-2]:
+        return total, total
+    b = int(np.argmax(bounds >= threshold))
+    upper = float(bounds[b])
+    lower = float(bounds[b - 1]) if b > 0 else 0.0
+    below = float(mono[b - 1]) if b > 0 else 0.0
+    if upper <= lower:
+        # A first bucket with a non-positive bound: the quantile puts its observations at the bound.
+        return float(mono[b]), total
+    if threshold < lower:
+        return 0.0, total
+    return below + (float(mono[b]) - below) * (threshold - lower) / (upper - lower), total

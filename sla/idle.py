@@ -53,6 +53,7 @@ def idle_by_job(
         counted = counted.join(expected.select("cluster", "job_id"), on=["cluster", "job_id"], how="semi")
     counted = counted.filter(pl.col("gpu_minutes") > 0).select(
         "cluster", "job_id", "gpu_minutes", "busy_minutes", "idle_minutes", "idle_held_minutes",
+        pl.col("zero_minutes").alias("zero_activity_minutes"),
         pl.when((pl.col("engine_minutes") > 0) & (pl.col("gpu_util_minutes") > 0))
         .then(pl.lit("mixed"))
         .when(pl.col("engine_minutes") > 0)
@@ -63,7 +64,10 @@ def idle_by_job(
     out = expected.join(counted, on=["cluster", "job_id"], how="full", coalesce=True).with_columns(
         pl.col("team").fill_null(UNATTRIBUTED),
         pl.col("scenario").fill_null(UNATTRIBUTED),
-        *[pl.col(c).fill_null(0) for c in ("gpu_minutes", "busy_minutes", "idle_minutes", "idle_held_minutes")],
+        *[
+            pl.col(c).fill_null(0)
+            for c in ("gpu_minutes", "busy_minutes", "idle_minutes", "idle_held_minutes", "zero_activity_minutes")
+        ],
     )
     # Telemetry for a job the scheduler records do not know still counts, but expects nothing extra.
     out = out.with_columns(

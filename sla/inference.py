@@ -24,8 +24,8 @@ from gpusteward.domain import Scenario
 from gpusteward.tables import INFERENCE_WINDOWS, conform
 from sla.budget import budget_left, burn_rate
 from sla.capacity import service_capacity_rows
-from sla.common import Window, fmt_ratio, human_duration, result_row, results_frame, slo_for, window_of
-from sla.histogram import quantiles_of, summed_histograms
+from sla.common import Events, Window, fmt_ratio, human_duration, result_row, results_frame, slo_for, window_of
+from sla.histogram import observations_within, quantiles_of, summed_histograms
 from sla.inputs import EvaluationInputs
 
 SLOT = "5m"
@@ -211,20 +211,24 @@ class OnlineInferenceEvaluator:
         observations = found["observations"][0] if found.height else 0.0
         slo = slo_for(config, Scenario.ONLINE_INFERENCE, indicator)
         evidence = f"month {indicator} {human_duration(value)} over {observations:,.0f} requests"
-        budget = None
+        events = None
         if slo is not None:
+            if found.height:
+                events = Events(*observations_within(found["le"][0].to_list(), found["counts"][0].to_list(),
+                                                     slo.threshold))
+            if events is not None and events.total > 0:
+                rate = burn_rate(events.total - events.good, events.total, slo.target)
+                evidence += (f"; {fmt_ratio(events.share)} within {human_duration(slo.threshold)}"
+                             f" (target {fmt_ratio(slo.target)}")
+                finite = rate is not None and not math.isinf(rate)
+                evidence += f", error budget burn rate {rate:.2f})" if finite else ")"
             mine = hours.filter((pl.col("service") == service) & (pl.col("indicator") == indicator))
-            text, share = _breach_evidence(mine, slo.threshold, indicator)
+            text, _share = _breach_evidence(mine, slo.threshold, indicator)
             evidence += f"; {text}"
-            if share is not None:
-                budget = window_budget_left(share, slo.target)
-                rate = burn_rate(share, 1.0, slo.target)
-                if rate is not None and not math.isinf(rate):
-                    evidence += f"; error budget burn rate {rate:.2f} over the month (target {fmt_ratio(slo.target)})"
         return result_row(
             inputs, scenario=Scenario.ONLINE_INFERENCE.value, subject_kind="service", subject=service,
-            indicator=indicator, value=value, objective=slo.threshold if slo else None, rows=rows,
-            completeness=completeness, evidence=evidence, budget_left=budget,
+            indicator=indicator, value=value, objective=slo.threshold if slo else None, slo=slo, rows=rows,
+            completeness=completeness, evidence=evidence, events=events,
         )
 
     def _error_row(
@@ -240,7 +244,7 @@ class OnlineInferenceEvaluator:
         evidence = f"{errors:,.0f} errors in {requests:,.0f} requests ({fmt_ratio(value)})"
         return result_row(
             inputs, scenario=Scenario.ONLINE_INFERENCE.value, subject_kind="service", subject=s["service"],
-            indicator="error_rate", value=value, objective=slo.threshold if slo else None, rows=int(s["rows"]),
+            indicator="error_rate", value=value, objective=slo.threshold if slo else None, slo=slo, rows=int(s["rows"]),
             completeness=completeness, evidence=evidence, budget_left=budget,
         )
 
@@ -270,7 +274,7 @@ def availability_rows(
         slo = slo_for(config, scenario, "availability")
         rows.append(result_row(
             inputs, scenario=scenario, subject_kind="service", subject=s["service"], indicator="availability",
-            value=value, objective=slo.threshold if slo else None, rows=int(s["reported"]),
+            value=value, objective=slo.threshold if slo else None, slo=slo, rows=int(s["reported"]),
             completeness=s["reported"] / expected,
             evidence=(f"{s['up']} of {expected} 5-minute slots up; {expected - s['reported']} without any replica "
                       f"reporting, {s['reported'] - s['up']} with most requests failing"),
@@ -279,7 +283,7 @@ def availability_rows(
         slo = slo_for(config, scenario, "throughput_rps")
         rows.append(result_row(
             inputs, scenario=scenario, subject_kind="service", subject=s["service"], indicator="throughput_rps",
-            value=rps, objective=slo.threshold if slo else None, rows=int(s["reported"]),
+            value=rps, objective=slo.threshold if slo else None, slo=slo, rows=int(s["reported"]),
             completeness=s["reported"] / expected,
             evidence=f"{float(s['requests'] or 0.0):,.0f} requests in {expected * SLOT_S / 3600:,.0f} hours",
         ))

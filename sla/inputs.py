@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from datetime import datetime
+from datetime import datetime, timedelta
 from typing import TYPE_CHECKING
 
 import polars as pl
@@ -43,6 +43,7 @@ class EvaluationInputs:
     - quota_snapshots: QUOTA_SNAPSHOTS up to the month's end
     - gpus: GPU_INVENTORY, every GPU the telemetry has ever shown
     - data_end: the last minute of telemetry the warehouse holds (a month still in progress ends there)
+    - rolling: set by sla.evaluator for objectives with a rolling window (sla.common.window_of)
     """
 
     month: Month
@@ -54,4 +55,5 @@ class EvaluationInputs:
     gpus: pl.DataFrame
     data_end: datetime | None
     minute_digest: MinuteDigest | None = None
+    rolling: timedelta | None = None  # judge over this rolling window ending at the month's window end
     digest_cache: dict[IdleConfig, MinuteDigest] = field(default_factory=dict, init=False, compare=False, repr=False)

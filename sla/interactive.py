@@ -17,6 +17,7 @@ from gpusteward.domain import Scenario
 from gpusteward.objectives import interactive_limits
 from sla.common import (
     classified_jobs,
+    events_within,
     human_duration,
     result_row,
     results_frame,
@@ -78,7 +79,8 @@ class InteractiveEvaluator:
                 evidence += f"; e.g. job {s['example']}"
             rows.append(result_row(
                 inputs, scenario=_SCENARIO, subject_kind="team", subject=s["team"], indicator="sessions_not_reclaimed",
-                value=float(s["bad"]), objective=slo.threshold if slo else None, rows=int(s["n"]), completeness=1.0,
+                value=float(s["bad"]), objective=slo.threshold if slo else None, slo=slo, rows=int(s["n"]),
+                completeness=1.0,
                 evidence=evidence,
             ))
         return rows
@@ -95,6 +97,7 @@ class InteractiveEvaluator:
                 pl.col("wait_s").is_not_null().sum().alias("known"),
                 pl.col("wait_s").quantile(0.95, interpolation="linear").alias("p95"),
                 pl.col("wait_s").max().alias("max"),
+                pl.col("wait_s").drop_nulls().alias("waits"),
             )
             .sort("team")
         )
@@ -102,7 +105,8 @@ class InteractiveEvaluator:
         return [
             result_row(
                 inputs, scenario=_SCENARIO, subject_kind="team", subject=s["team"], indicator="time_to_gpu_p95",
-                value=s["p95"], objective=slo.threshold if slo else None, rows=int(s["known"]),
+                value=s["p95"], objective=slo.threshold if slo else None, slo=slo, rows=int(s["known"]),
+                events=events_within(s["waits"], slo),
                 completeness=s["known"] / s["n"] if s["n"] else None,
                 evidence=f"{s['known']} sessions started in the month; longest wait {human_duration(s['max'])}",
             )
@@ -141,7 +145,8 @@ class InteractiveEvaluator:
                 evidence += f"; most idle: job {s['worst_job']} ({s['worst_minutes'] / 60:.1f} GPU-hours)"
             rows.append(result_row(
                 inputs, scenario=_SCENARIO, subject_kind="team", subject=s["team"], indicator="idle_gpu_hours",
-                value=idle_minutes / 60.0 if s["gpu_minutes"] else None, objective=slo.threshold if slo else None,
+                value=idle_minutes / 60.0 if s["gpu_minutes"] else None, slo=slo,
+                objective=slo.threshold if slo else None,
                 rows=int(s["gpu_minutes"]), completeness=s["gpu_minutes"] / expected if expected else None,
                 evidence=evidence,
             ))

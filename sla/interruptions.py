@@ -25,6 +25,7 @@ from sla.common import (
     Window,
     base_state,
     ended_in,
+    events_within,
     human_duration,
     result_row,
     results_frame,
@@ -112,6 +113,7 @@ class InterruptionEvaluator:
             pl.col("recovery_s").is_not_null().sum().alias("recovered"),
             pl.col("recovery_s").quantile(0.95, interpolation="linear").alias("p95"),
             pl.col("recovery_s").max().alias("max"),
+            pl.col("recovery_s").drop_nulls().alias("recoveries"),
         )
         stats = (
             started.join(pre, on=["queue", "scenario"], how="full", coalesce=True)
@@ -129,10 +131,11 @@ class InterruptionEvaluator:
             indicator: str, value: float | None, n: int, completeness: float | None, evidence: str
         ) -> dict[str, Any]:
             slo = slo_for(config, s["scenario"], indicator)
+            events = events_within(s["recoveries"], slo) if indicator == "recovery_time_p95" else None
             return result_row(
                 inputs, scenario=s["scenario"], subject_kind="queue", subject=s["queue"], indicator=indicator,
-                value=value, objective=slo.threshold if slo else None, rows=n, completeness=completeness,
-                evidence=evidence,
+                value=value, objective=slo.threshold if slo else None, slo=slo, rows=n, completeness=completeness,
+                evidence=evidence, events=events,
             )
 
         n_pre, started = int(s["preemptions"]), int(s["started"])

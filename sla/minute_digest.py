@@ -8,9 +8,10 @@ and host silences never cross a host. So the warehouse hands the month over a fe
 the whole month is the same digest.
 
 Frames (naive UTC timestamps):
-- job_days: (cluster, job_id, day) with the idle states of its minutes (sla.idle.minute_states),
+- job_days: (cluster, job_id, day in the pool's time zone) with the idle states of its minutes (sla.idle.minute_states),
   how many took their utilisation from each source, and the utilisation sum over the minutes with
-  a value (`util_sum` / `util_minutes` is the mean, 0..1)
+  a value (`util_sum` / `util_minutes` is the mean, 0..1), and how many of those were exactly 0
+  (`zero_minutes`: no engine activity at all, whether or not inside an idle run)
 - gpus: (cluster, host, gpu) with rows, distinct minutes, first and last minute, idle states and
   unallocated minutes (utilisation but no job)
 - host_silences: per host, the longest run of minutes in which none of its GPUs reported, inside its data
@@ -27,7 +28,7 @@ import polars as pl
 
 from gpusteward.config.schema import IdleConfig
 from gpusteward.tables import GPU_MINUTES, TS, conform, schema
-from sla.common import MINUTE, Window, window_of
+from sla.common import MINUTE, Window, local_date, window_of
 from sla.idle_states import BUSY, IDLE, IDLE_HELD, idle_runs_of, in_gpu_order, same_gpu, states_in_gpu_order
 from sla.inputs import EvaluationInputs
 
@@ -38,6 +39,7 @@ JOB_DAYS = schema({
     "cluster": pl.Utf8, "job_id": pl.Utf8, "day": pl.Date,
     "gpu_minutes": pl.Int64, "busy_minutes": pl.Int64, "idle_minutes": pl.Int64, "idle_held_minutes": pl.Int64,
     "engine_minutes": pl.Int64, "gpu_util_minutes": pl.Int64, "util_minutes": pl.Int64, "util_sum": pl.Float64,
+    "zero_minutes": pl.Int64,
 })
 GPUS = schema({
     "cluster": pl.Utf8, "host": pl.Utf8, "gpu": pl.Int16, "rows": pl.Int64, "minutes": pl.Int64,
@@ -90,7 +92,7 @@ def digest_minutes(gpu_minutes: pl.DataFrame, window: Window, idle: IdleConfig) 
     return MinuteDigest(
         window=window,
         idle=idle,
-        job_days=_job_days(gm, states),
+        job_days=_job_days(gm, states, window.tz),
         gpus=_gpus(gm, states),
         host_silences=_host_silences(distinct, window),
         gaps=_gaps(distinct),
@@ -145,8 +147,8 @@ def minute_digest(inputs: EvaluationInputs, idle: IdleConfig | None) -> MinuteDi
     return cache[idle]
 
 
-def _job_days(gm: pl.DataFrame, states: pl.DataFrame) -> pl.DataFrame:
-    counted = states.with_columns(pl.col("ts").dt.date().alias("day")).group_by(*_JOB_DAY).agg(
+def _job_days(gm: pl.DataFrame, states: pl.DataFrame, tz: str) -> pl.DataFrame:
+    counted = states.with_columns(local_date(pl.col("ts"), tz).alias("day")).group_by(*_JOB_DAY).agg(
         pl.len().cast(pl.Int64).alias("gpu_minutes"),
         (pl.col("state") == BUSY).sum().cast(pl.Int64).alias("busy_minutes"),
         (pl.col("state") == IDLE).sum().cast(pl.Int64).alias("idle_minutes"),
@@ -156,10 +158,14 @@ def _job_days(gm: pl.DataFrame, states: pl.DataFrame) -> pl.DataFrame:
     )
     util = (
         gm.filter(pl.col("job_id").is_not_null())
-        .select("cluster", "job_id", pl.col("ts").dt.date().alias("day"), utilisation().alias("_u"))
+        .select("cluster", "job_id", local_date(pl.col("ts"), tz).alias("day"), utilisation().alias("_u"))
         .filter(pl.col("_u").is_not_null() & pl.col("_u").is_not_nan())
         .group_by(*_JOB_DAY)
-        .agg(pl.len().cast(pl.Int64).alias("util_minutes"), pl.col("_u").sum().alias("util_sum"))
+        .agg(
+            pl.len().cast(pl.Int64).alias("util_minutes"),
+            pl.col("_u").sum().alias("util_sum"),
+            (pl.col("_u") == 0.0).sum().cast(pl.Int64).alias("zero_minutes"),
+        )
     )
     out = counted.join(util, on=list(_JOB_DAY), how="full", coalesce=True)
     return conform(out.with_columns(pl.col(_SUMMED).fill_null(0)), JOB_DAYS)

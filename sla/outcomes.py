@@ -70,7 +70,7 @@ class OutcomeEvaluator:
         slo = slo_for(config, s["scenario"], indicator)
         return result_row(
             inputs, scenario=s["scenario"], subject_kind="queue", subject=s["queue"], indicator=indicator,
-            value=value, objective=slo.threshold if slo else None, rows=n, completeness=completeness,
+            value=value, objective=slo.threshold if slo else None, slo=slo, rows=n, completeness=completeness,
             evidence=evidence,
         )
 

@@ -24,6 +24,7 @@ from sla.common import (
     base_state,
     classified_jobs,
     ended_in,
+    events_within,
     fmt_ratio,
     human_duration,
     job_label,
@@ -88,6 +89,7 @@ class QueueEvaluator:
                 pl.col("wait_s").quantile(0.5, interpolation="linear").alias("p50"),
                 pl.col("wait_s").quantile(0.95, interpolation="linear").alias("p95"),
                 pl.col("wait_s").max().alias("max"),
+                pl.col("wait_s").drop_nulls().alias("waits"),
                 # The longest wait names its record so a reader can find it.
                 job_label().sort_by(pl.col("wait_s").fill_null(-1.0), descending=True).first().alias("worst_job"),
                 pl.col("team").sort_by(pl.col("wait_s").fill_null(-1.0), descending=True).first().alias("worst_team"),
@@ -105,8 +107,8 @@ class QueueEvaluator:
                 slo = slo_for(config, s["scenario"], indicator) if by is None else None
                 rows.append(result_row(
                     inputs, scenario=s["scenario"], subject_kind=kind, subject=s["queue"], indicator=indicator,
-                    value=value, objective=slo.threshold if slo else None, rows=int(s["with_wait"]),
-                    completeness=completeness, evidence=evidence,
+                    value=value, objective=slo.threshold if slo else None, slo=slo, rows=int(s["with_wait"]),
+                    completeness=completeness, evidence=evidence, events=events_within(s["waits"], slo),
                 ))
         return rows
 
@@ -136,7 +138,7 @@ class QueueEvaluator:
             slo = slo_for(config, s["scenario"], "success_rate")
             rows.append(result_row(
                 inputs, scenario=s["scenario"], subject_kind="queue", subject=s["queue"], indicator="success_rate",
-                value=value, objective=slo.threshold if slo else None, rows=int(known),
+                value=value, objective=slo.threshold if slo else None, slo=slo, rows=int(known),
                 completeness=known / s["n"] if s["n"] else None, evidence=evidence,
             ))
         return rows
@@ -165,7 +167,7 @@ class QueueEvaluator:
             )
             rows.append(result_row(
                 inputs, scenario=s["scenario"], subject_kind="queue", subject=s["queue"],
-                indicator="record_completeness", value=value, objective=slo.threshold if slo else None,
+                indicator="record_completeness", value=value, objective=slo.threshold if slo else None, slo=slo,
                 rows=int(s["n"]), completeness=1.0 if s["n"] else None, evidence=evidence,
             ))
         return rows

@@ -50,6 +50,9 @@ IDLE_BY_JOB = schema(
         "idle_held_minutes": pl.Int64,  # idle while holding GPU memory above the threshold
         "no_data_minutes": pl.Int64,  # allocated minutes with no telemetry: never idle, never busy
         "util_source": pl.Utf8,  # gr_engine_active | gpu_util | mixed; null when no minute had data
+        # GPU-minutes with data at exactly 0 utilisation, in runs of any length (idle counts runs of
+        # idle.min_minutes or more, below idle.util_below); null for months stored before migration 016
+        "zero_activity_minutes": pl.Int64,
     }
 )
 

@@ -63,8 +63,15 @@ class RuleConfig:
 class SloConfig:
     indicator: str = req("indicator name from the catalogue (docs/config.md#indicators)")
     threshold: float = req('objective: a duration ("30m") for time indicators, a number otherwise')
-    target: float = opt(0.99, "share of windows or subjects that must meet the threshold")
-    window: timedelta = opt(timedelta(days=30), "evaluation window, e.g. 30d")
+    target: float | None = opt(
+        None,
+        "share of good events (waits, requests within the threshold) the window must reach; indicators"
+        " named pNN default to NN% (p95: 0.95, max: 1.0); only for percentile indicators",
+    )
+    window: str = opt(
+        "month", 'window the objective is judged over: "month" (the calendar month in the pool\'s time zone)'
+        ' or a rolling window ending at the review\'s end, 1d to 28d (e.g. "7d", "28d")',
+    )
 
 
 @dataclass(frozen=True)
@@ -133,6 +140,10 @@ class QuotaConfig:
 @dataclass(frozen=True)
 class Config:
     apiVersion: Literal["gpusteward/v1"] = opt("gpusteward/v1", "version of this file's schema")
+    timezone: str = opt(
+        "UTC", "IANA time zone of the pool: where the review's months and days begin (UTC, or e.g. Asia/Shanghai);"
+        " business hours and peak windows keep their clusters' and lines' own zones",
+    )
     warehouse: WarehouseConfig = opt(WarehouseConfig(), "where the data lives")
     clusters: list[ClusterConfig] = opt([], "the GPU clusters of the pool")
     teams: dict[str, TeamConfig] = opt({}, "teams, keyed by their short name")

@@ -13,7 +13,8 @@ import polars as pl
 from gpusteward.config.inference import SELECTOR_ROLES, parse_selector
 from gpusteward.config.schema import Config, ScenarioConfig, SloConfig
 from gpusteward.domain import Scenario
-from gpusteward.indicators import INDICATORS, Unit
+from gpusteward.indicators import INDICATORS, Judgement, Unit
+from gpusteward.slo_window import parse_window
 from gpusteward.tables import JOBS
 
 _TEXT_JOB_FIELDS = frozenset(name for name, dtype in JOBS.items() if dtype == pl.Utf8)
@@ -67,10 +68,25 @@ def _slo(path: str, scenario: Scenario, slo: SloConfig) -> list[str]:
         problems.append(f"{path}.threshold: {slo.indicator!r} is a fraction between 0 and 1, got {slo.threshold}")
     elif ind.unit in (Unit.DURATION, Unit.GPU_HOURS) and slo.threshold < 0:
         problems.append(f"{path}.threshold: expected a non-negative value, got {slo.threshold}")
-    if not 0.0 < slo.target <= 1.0:
-        problems.append(f"{path}.target: expected a fraction in (0, 1], got {slo.target}")
-    if slo.window <= timedelta(0):
-        problems.append(f"{path}.window: expected a positive duration")
+    if slo.target is not None:
+        if not 0.0 < slo.target <= 1.0:
+            problems.append(f"{path}.target: expected a fraction in (0, 1], got {slo.target}")
+        elif ind is not None and ind.judgement is not Judgement.EVENTS:
+            problems.append(
+                f"{path}.target: {slo.indicator!r} is judged by its threshold alone"
+                f" ({'the threshold is the share required' if ind.judgement is Judgement.SHARE else 'a level'});"
+                " target applies to percentile indicators (queue_wait_p95, latency_p99, ...)"
+            )
+    try:
+        rolling = parse_window(slo.window)
+    except ValueError as err:
+        problems.append(f"{path}.window: {err}")
+    else:
+        if rolling is not None and ind is not None and ind.digest:
+            problems.append(
+                f"{path}.window: {slo.indicator!r} comes from the month's GPU-minute digest and is judged over"
+                ' the calendar month only; use window = "month"'
+            )
     return problems
 
 
@@ -171,6 +187,8 @@ def _protection_lines(config: Config, clusters: set[str], receivers: set[str]) -
 
 def _reports_and_quota(config: Config) -> list[str]:
     problems = []
+    if not _zone_ok(config.timezone):
+        problems.append(f"timezone: unknown time zone {config.timezone!r}")
     if not _zone_ok(config.reports.timezone):
         problems.append(f"reports.timezone: unknown time zone {config.reports.timezone!r}")
     if not 0.0 < config.quota.max_step <= 1.0:

@@ -87,9 +87,46 @@ def test_every_spec_problem_is_listed_at_once() -> None:
     problems = info.value.problems
     assert "scenarios.training.slos[0].threshold: 'success_rate' is a fraction between 0 and 1, got 1.5" in problems
     assert "scenarios.training.slos[1].indicator: 'success_rate' already has an objective in this scenario" in problems
-    assert "scenarios.training.slos[1].window: expected a positive duration" in problems
+    assert (
+        "scenarios.training.slos[1].window: expected \"month\" or a rolling window of whole days from 1d to 28d,"
+        " got '0s'"
+    ) in problems
     assert "scenarios.training.deadline: only applies to scenario 'batch_inference'" in problems
     unknown = "scenarios.training.reproducibility_fields[1]: unknown job field 'colour'"
     assert any(p.startswith(unknown) for p in problems)
     assert "scenarios.interactive.idle_limit: expected a positive duration" in problems
     assert len(problems) == 6
+
+
+def test_target_and_window_are_checked_against_what_they_can_mean() -> None:
+    with pytest.raises(ConfigError) as info:
+        load_config_text(
+            """
+            [[scenarios.training.slos]]
+            indicator = "success_rate"
+            threshold = 0.5
+            target = 0.9
+            [[scenarios.training.slos]]
+            indicator = "queue_wait_p95"
+            threshold = "1h"
+            window = "30d"
+            [[scenarios.training.slos]]
+            indicator = "gpu_efficiency"
+            threshold = 0.5
+            window = "7d"
+            """
+        )
+    problems = info.value.problems
+    assert any(p.startswith("scenarios.training.slos[0].target: 'success_rate' is judged by its threshold")
+               for p in problems)
+    assert any(p.startswith("scenarios.training.slos[1].window: expected \"month\" or a rolling") for p in problems)
+    assert any("slos[2].window: 'gpu_efficiency' comes from the month's GPU-minute digest" in p for p in problems)
+
+
+def test_rolling_windows_and_targets_are_read() -> None:
+    config = load_config_text(
+        '[[scenarios.evaluation.slos]]\nindicator = "queue_wait_p95"\nthreshold = "1h"\ntarget = 0.9\nwindow = "28d"\n'
+    )
+    found = objective_for(config, "evaluation", "queue_wait_p95")
+    assert found is not None
+    assert (found.target, found.window) == (0.9, timedelta(days=28))

@@ -62,13 +62,13 @@ _RESULTS: list[tuple[Any, ...]] = [
 ]
 
 _IDLE: list[tuple[Any, ...]] = [
-    # cluster, job, team, scenario, gpu_minutes, busy, idle, idle_held, no_data, util_source
-    ("west", "31001", "research", "interactive", 9000, 1200, 1800, 6000, 0, "gr_engine_active"),
-    ("west", "31002", "research", "interactive", 7200, 600, 1500, 5100, 120, "gr_engine_active"),
-    ("east", "31003", "research", "interactive", 3000, 2800, 200, 0, 0, "gpu_util"),
-    ("west", "20010", "nlp", "training", 40000, 39000, 1000, 0, 2880, "mixed"),
-    ("east", "20011", "vision", "training", 30000, 29500, 500, 0, 0, "gr_engine_active"),
-    ("west", "2050", "nlp", "evaluation", 600, 580, 0, 0, 0, "gr_engine_active"),
+    # cluster, job, team, scenario, gpu_minutes, busy, idle, idle_held, no_data, util_source, zero_activity
+    ("west", "31001", "research", "interactive", 9000, 1200, 1800, 6000, 0, "gr_engine_active", 7500),
+    ("west", "31002", "research", "interactive", 7200, 600, 1500, 5100, 120, "gr_engine_active", 6300),
+    ("east", "31003", "research", "interactive", 3000, 2800, 200, 0, 0, "gpu_util", 150),
+    ("west", "20010", "nlp", "training", 40000, 39000, 1000, 0, 2880, "mixed", 2600),
+    ("east", "20011", "vision", "training", 30000, 29500, 500, 0, 0, "gr_engine_active", 900),
+    ("west", "2050", "nlp", "evaluation", 600, 580, 0, 0, 0, "gr_engine_active", 12),
 ]
 
 _USAGE: list[tuple[Any, ...]] = [

@@ -39,8 +39,17 @@ def test_runs_categories_and_no_data() -> None:
     assert row == {
         "cluster": "east", "job_id": "1", "team": "nlp", "scenario": "training", "gpu_minutes": 18,
         "busy_minutes": 15, "idle_minutes": 3, "idle_held_minutes": 0, "no_data_minutes": 2,
-        "util_source": "gpu_util",
+        "util_source": "gpu_util", "zero_activity_minutes": 0,
     }
+
+
+def test_zero_activity_counts_short_pauses_that_idle_does_not() -> None:
+    # Two 0% minutes inside busy work (too short to be idle), a 1% run of 3 (idle, not zero), and a 0% run of 4.
+    utils: list[float | None] = [50, 0, 0, 50, 1, 1, 1, 50, 0, 0, 0, 0, 50]
+    gm = minutes("1", utils, fb=100.0, engine=True)
+    row = _one(idle_by_job(inputs(jobs=[job(1, start=0, end=13)], gpu_minutes=gm), config(IDLE)))
+    assert row["idle_minutes"] == 3 + 4
+    assert row["zero_activity_minutes"] == 2 + 4
 
 
 def test_idle_held_when_memory_stays_allocated() -> None:
