@@ -50,7 +50,7 @@ AGE_PRIORITY_PER_HOUR = 100
 AGE_PRIORITY_MAX = 1400
 # Partition MaxTime, minutes (`time.limit` in sacct is the job's limit, which defaults to this).
 PARTITION_MAX_MIN = {
-    "train": 72 * 60,
+    "train": 14 * 24 * 60,  # Seren's longest GPU job ran 14 days (acme/cluster_summary.csv)
     "finetune": 24 * 60,
     "eval": 8 * 60,
     "batch": 24 * 60,
@@ -60,6 +60,8 @@ PARTITION_MAX_MIN = {
 }
 # Account GrpTRES gres/gpu per cluster, as a fraction of the cluster's GPUs (sacctmgr snapshot).
 ACCOUNT_GPU_FRACTION = {"nlp": 0.75, "vision": 0.875, "speech": 0.5, "research": 0.5, "platform": 0.75}
+# The account tree: the four research teams under a parent account (no limit of its own), platform at the top.
+ACCOUNT_PARENT = {"nlp": "ai", "vision": "ai", "speech": "ai", "research": "ai", "platform": "root"}
 ACCOUNT_FAIRSHARE = {"nlp": 30, "vision": 15, "speech": 15, "research": 15, "platform": 25}
 
 

@@ -32,6 +32,9 @@ class JobSpec:
     replica: int = 0  # online inference: which replica of the service
     next: JobSpec | None = None  # the chained stage submitted when this one ends
     retry_gap_s: int = 0  # how long a user takes to resubmit the next stage after a failure
+    exit_code: tuple[int, int] = (0, 0)  # (return code, signal) when it ends FAILED on its own
+    patience_s: int | None = None  # the user cancels it if it is still pending this long after submission
+    array: tuple[int, int] | None = None  # (array key, task index): a task of a job array
 
 
 @dataclass
@@ -49,6 +52,7 @@ class Run:
     slots: tuple[int, ...] = ()  # cluster-wide GPU slots (host index * 8 + device index)
     planned_end_s: int = 0
     hosts: tuple[int, ...] = field(default=())
+    array_job_id: int = 0  # the array's job id (its first task's id) for array tasks
 
     def holds(self, t0: int, t1: int, until_s: int) -> tuple[int, int] | None:
         """The part of [t0, t1) during which this run held its GPUs, or None."""

@@ -6,7 +6,7 @@ for the evaluation queue to back up, for example).
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from simulator import measure
 from simulator.fleet import TEAM_SHARES, Fleet
@@ -14,6 +14,7 @@ from simulator.inference import SERVICES, ReplicaSeries
 from simulator.jobs import Run
 from simulator.manifest import Problem
 from simulator.plan import HOUR_S, LOCAL_OFFSET_S, Plan, iso
+from simulator.scheduler import PendingSnapshot
 from simulator.workload import RELEASE_KEY
 
 LATENCY_OBJECTIVE_S = 8.0
@@ -28,6 +29,7 @@ class World:
 
     runs: dict[str, list[Run]]
     series: dict[str, list[ReplicaSeries]]
+    pending: dict[str, list[PendingSnapshot]] = field(default_factory=dict)
 
 
 def _r(x: float, digits: int = 2) -> float:

@@ -10,7 +10,7 @@ from __future__ import annotations
 import functools
 import multiprocessing
 from collections import deque
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from concurrent.futures import Future, ProcessPoolExecutor
 from dataclasses import replace
 from datetime import date
@@ -23,11 +23,12 @@ from simulator.jobs import Run
 from simulator.manifest import MANIFEST_FILE, ClusterInfo, Manifest
 from simulator.plan import DAY_S, Plan, make_plan
 from simulator.problems import World, incidents, planted_problems
-from simulator.scheduler import schedule
+from simulator.scheduler import Scheduler
 from simulator.telemetry import DayValues, TelemetryModel
 from simulator.workload import batch_cap, cluster_jobs, first_job_id
 from simulator.write_openmetrics import DcgmLabels, Gzip, dcgm_labels, render_vllm, stream_dcgm
 from simulator.write_slurm import assoc_name, assoc_snapshot, month_bounds, months_touched, sacct_pieces
+from simulator.write_slurm_extra import sacct_text, squeue_lines
 
 Progress = Callable[[str, int, int], None]
 WORKERS = 2
@@ -36,6 +37,7 @@ WORKERS = 2
 MAX_IN_FLIGHT = WORKERS
 SACCT_PIECE = 1 << 20  # characters of sacct JSON compressed at a time
 PARALLEL_MIN_GPU_DAYS = 200  # below this, starting worker processes costs more than it saves
+SNAPSHOT_S = 600  # pending-job snapshots (squeue -t PENDING) every 10 minutes
 
 
 def write_dcgm(path: str, day: DayValues, labels: DcgmLabels) -> int:
@@ -48,11 +50,16 @@ def write_dcgm(path: str, day: DayValues, labels: DcgmLabels) -> int:
 
 
 def write_sacct(path: Path, runs: list[Run], cluster: Cluster, span: tuple[int, int], as_of_s: int) -> None:
+    write_text_gz(path, sacct_pieces(runs, cluster, *span, as_of_s))
+
+
+def write_text_gz(path: Path, pieces: Iterable[str]) -> None:
+    """Text pieces gzipped straight into `path`, a megabyte of text at a time."""
     with path.open("wb") as f:
         out = Gzip(f)
         buf: list[str] = []
         size = 0
-        for piece in sacct_pieces(runs, cluster, *span, as_of_s):
+        for piece in pieces:
             buf.append(piece)
             size += len(piece)
             if size >= SACCT_PIECE:
@@ -94,28 +101,45 @@ def _day_slice(series: list[ReplicaSeries], t0: int, t1: int) -> list[ReplicaSer
     return out
 
 
+def schedule_fleet(fleet: Fleet, plan: Plan, report: Progress | None = None) -> World:
+    """Every cluster's runs (sacct records) and inference series for the plan, nothing written."""
+    world = World({}, {}, {})
+    for i, c in enumerate(fleet.clusters):
+        if report is not None:
+            report("schedule", i, len(fleet.clusters))
+        replicas = place_replicas(c) if c.name == "east" else ()
+        specs, fillers = cluster_jobs(c, plan, replicas)
+        failures = [f for f in plan.failures if f.cluster == c.name]
+        sched = Scheduler(c, plan.end_s, first_job_id(c, plan.seed), batch_cap(c, replicas), (plan.start_s, SNAPSHOT_S))
+        runs = sched.run(specs, failures, fillers)
+        world.runs[c.name] = runs
+        world.pending[c.name] = sched.snapshots
+        world.series[c.name] = simulate_services(replicas, runs, plan.end_s, plan.seed)
+    if report is not None:
+        report("schedule", len(fleet.clusters), len(fleet.clusters))
+    return world
+
+
 def simulate(  # noqa: PLR0917 - the CLI's interface, positional as documented
-    out_dir: Path, start: date, days: int, seed: int, nodes: int = 8, progress: Progress | None = None
+    out_dir: Path,
+    start: date,
+    days: int,
+    seed: int,
+    nodes: int = 8,
+    progress: Progress | None = None,
+    *,
+    slurm_extras: bool = False,
 ) -> Manifest:
-    """Write a seeded fleet's history under `out_dir` in real formats; return (and write) the manifest."""
+    """Write a seeded fleet's history under `out_dir` in real formats; return (and write) the manifest.
+
+    `slurm_extras`: also the pending-job snapshots and `sacct -P` dumps (simulator.write_slurm_extra).
+    """
     report: Progress = progress or (lambda _step, _done, _total: None)
     fleet = build_fleet(nodes)
     plan = make_plan(fleet, start, days, seed)
     out_dir.mkdir(parents=True, exist_ok=True)
 
-    world = World({}, {})
-    replicas = {c.name: (place_replicas(c) if c.name == "east" else ()) for c in fleet.clusters}
-    for i, c in enumerate(fleet.clusters):
-        report("schedule", i, len(fleet.clusters))
-        specs, fillers = cluster_jobs(c, plan, replicas[c.name])
-        failures = [f for f in plan.failures if f.cluster == c.name]
-        cap = batch_cap(c, replicas[c.name])
-        runs = schedule(
-            c, specs, failures, until_s=plan.end_s, first_id=first_job_id(c, seed), batch_cap=cap, fillers=fillers
-        )
-        world.runs[c.name] = runs
-        world.series[c.name] = simulate_services(replicas[c.name], runs, plan.end_s, seed)
-    report("schedule", len(fleet.clusters), len(fleet.clusters))
+    world = schedule_fleet(fleet, plan, report)
 
     files: list[str] = []
     # sacct files are written while the workers compress telemetry (this process would only wait).
@@ -132,6 +156,8 @@ def simulate(  # noqa: PLR0917 - the CLI's interface, positional as documented
         for t in (plan.start_s, plan.end_s):
             (folder / assoc_name(t)).write_text(assoc_snapshot(c), encoding="utf-8")
             files.append(f"slurm/{c.name}/{assoc_name(t)}")
+        if slurm_extras:
+            side += _extras(folder, c, plan, world, files)
 
     idle = _write_telemetry(out_dir, fleet, plan, world, files=files, report=report, side=side)
     manifest = Manifest(
@@ -149,7 +175,38 @@ def simulate(  # noqa: PLR0917 - the CLI's interface, positional as documented
     return manifest
 
 
-_OURS = ("dcgm/*/*.om.gz", "vllm/*/*.om.gz", "slurm/*/sacct-*.json.gz", "slurm/*/assoc-*.txt")
+_OURS = (
+    "dcgm/*/*.om.gz",
+    "vllm/*/*.om.gz",
+    "slurm/*/sacct-*.json.gz",
+    "slurm/*/assoc-*.txt",
+    "slurm/*/sacct-*.txt.gz",
+    "slurm/*/squeue-*.jsonl.gz",
+)
+
+
+def _write_lazy(path: Path, pieces: Callable[[], Iterable[str]]) -> None:
+    write_text_gz(path, pieces())
+
+
+def _extras(folder: Path, c: Cluster, plan: Plan, world: World, files: list[str]) -> list[Callable[[], None]]:
+    """Writers of the cluster's `sacct -P` dumps (per month) and pending snapshots (per day)."""
+    jobs: list[Callable[[], None]] = []
+    for year, month in months_touched(plan.start, plan.days):
+        lo, hi = month_bounds(year, month)
+        name = f"sacct-{year:04d}-{month:02d}.txt.gz"
+        span = (max(lo, plan.start_s), min(hi, plan.end_s))
+        text = functools.partial(sacct_text, world.runs[c.name], c, *span, plan.end_s)
+        jobs.append(functools.partial(_write_lazy, folder / name, text))
+        files.append(f"slurm/{c.name}/{name}")
+    snaps = world.pending.get(c.name, [])
+    for d in range(plan.days):
+        t0 = plan.day_start(d)
+        day = [s for s in snaps if t0 <= s.at_s < t0 + DAY_S]
+        name = f"squeue-{date.fromordinal(plan.start.toordinal() + d).isoformat()}.jsonl.gz"
+        jobs.append(functools.partial(_write_lazy, folder / name, functools.partial(squeue_lines, day, c)))
+        files.append(f"slurm/{c.name}/{name}")
+    return jobs
 
 
 def _remove_stale(out_dir: Path, written: set[str]) -> None:

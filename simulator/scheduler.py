@@ -18,7 +18,7 @@ from __future__ import annotations
 import heapq
 import itertools
 from collections.abc import Iterable
-from dataclasses import replace
+from dataclasses import dataclass, replace
 
 from simulator.fleet import (
     ACCOUNT_GPU_FRACTION,
@@ -34,7 +34,7 @@ from simulator.hosts import Hosts
 from simulator.jobs import Filler, JobSpec, Run
 from simulator.plan import NodeFailure
 
-_END, _FAIL, _UP, _SUBMIT, _REQUEUE, _GRAB = 0, 1, 2, 3, 4, 5
+_END, _FAIL, _UP, _SUBMIT, _REQUEUE, _GRAB, _CANCEL = 0, 1, 2, 3, 4, 5, 6
 _CHECKPOINT_S = 1800  # a requeued checkpointing job loses up to this much progress
 _CHECKPOINTED = frozenset({"train", "bigrun", "urgent", "finetune", "scavenger"})
 _CHAIN_GOES_ON = frozenset({"COMPLETED", "TIMEOUT"})
@@ -51,9 +51,27 @@ def priority(run: Run, t: int) -> int:
     return QOS_PRIORITY[run.spec.qos] + PARTITION_PRIORITY[run.spec.partition] + age
 
 
+@dataclass(frozen=True)
+class PendingSnapshot:
+    """What `squeue -t PENDING` would have shown at `at_s`: each pending run, its reason and priority."""
+
+    at_s: int
+    jobs: tuple[tuple[Run, str, int], ...]
+
+
 class Scheduler:
-    def __init__(self, cluster: Cluster, until_s: int, first_id: int, batch_cap: int | None) -> None:
+    def __init__(
+        self,
+        cluster: Cluster,
+        until_s: int,
+        first_id: int,
+        batch_cap: int | None,
+        snapshots: tuple[int, int] | None = None,
+    ) -> None:
         self.cluster = cluster
+        # (first, every): record the pending jobs at these times, as they stood after the last pass
+        self._snap_next, self._snap_every = snapshots if snapshots is not None else (until_s, 1)
+        self.snapshots: list[PendingSnapshot] = []
         self.until_s = until_s
         self.hosts = Hosts(len(cluster.hosts))
         self.used: dict[str, int] = {}
@@ -66,6 +84,7 @@ class Scheduler:
         self.runs: list[Run] = []
         self._heap: list[tuple[int, int, int, object]] = []
         self._seq = itertools.count()
+        self._arrays: dict[int, int] = {}  # array key -> the array's job id
         self._ids = itertools.count(first_id)
         self._part_hosts = {p: cluster.partition_hosts(p) for p in PARTITIONS}
         self._part_set = {p: frozenset(h) for p, h in self._part_hosts.items()}
@@ -86,6 +105,7 @@ class Scheduler:
         heap = self._heap
         while heap and heap[0][0] < self.until_s:
             t = heap[0][0]
+            self._snapshot_until(t)
             grabs: list[Filler] = []
             while heap and heap[0][0] == t:
                 _, kind, _, payload = heapq.heappop(heap)
@@ -97,14 +117,40 @@ class Scheduler:
             self._pass(t)
             for filler in grabs:
                 self._grab(filler, t)
+        self._snapshot_until(self.until_s)
         for r in self.pending.values():
             r.priority = priority(r, self.until_s)
         return self.runs
 
+    def _snapshot_until(self, t: int) -> None:
+        """Snapshots due before `t`: nothing changes between passes, so they show the last pass's state."""
+        while self._snap_next < min(t, self.until_s):
+            at = self._snap_next
+            jobs = tuple((r, r.reason, priority(r, at)) for r in self.pending.values() if r.submit_s <= at)
+            self.snapshots.append(PendingSnapshot(at, jobs))
+            self._snap_next += self._snap_every
+
     def _handle(self, t: int, kind: int, payload: object) -> None:
         if kind == _SUBMIT:
             assert isinstance(payload, JobSpec)
-            self._enqueue(Run(payload, next(self._ids), 0, t, payload.run_s))
+            run = Run(payload, next(self._ids), 0, t, payload.run_s)
+            if payload.array is not None:
+                # Tasks of one array are submitted together; the array's id is its first task's.
+                if payload.array[1] == 0:
+                    self._arrays[payload.array[0]] = run.job_id
+                run.array_job_id = self._arrays.get(payload.array[0], run.job_id)
+            self._enqueue(run)
+            if payload.patience_s is not None:
+                self.push(t + payload.patience_s, _CANCEL, run)
+        elif kind == _CANCEL:
+            assert isinstance(payload, Run)
+            if id(payload) in self.pending:  # scancel of a job that is still pending
+                del self.pending[id(payload)]
+                if payload.spec.preempts:
+                    self.preempting -= 1
+                payload.end_s = t
+                payload.state = "CANCELLED"
+                payload.priority = priority(payload, t)
         elif kind == _REQUEUE:
             assert isinstance(payload, Run)
             self._enqueue(payload)
@@ -184,7 +230,13 @@ class Scheduler:
             remaining = victim.remaining_s - done + lost
         else:
             remaining = victim.spec.run_s
-        self.push(t, _REQUEUE, Run(victim.spec, victim.job_id, victim.attempt + 1, t, max(60, remaining)))
+        self.push(
+            t,
+            _REQUEUE,
+            Run(
+                victim.spec, victim.job_id, victim.attempt + 1, t, max(60, remaining), array_job_id=victim.array_job_id
+            ),
+        )
 
     def _pass(self, t: int) -> None:
         if not self.pending:

@@ -1,10 +1,15 @@
 """Per-minute DCGM values for one cluster-day, from who held each GPU and what kind of work it was.
 
-Grounding (../shared/notes/workload-realism.md, section 4, items 6-7): training is a two-state
-mixture, idle (GPU_UTIL 0, graphics engine 0) for roughly a quarter of its minutes and busy
-(GPU_UTIL ~99, engine 0.35-0.8, 40-90% of memory) otherwise; idle GPUs draw ~60-65 W. Notebook
-behaviour has no public trace and is an assumption: others' notebooks alternate short bursts and
-short pauses, research's planted notebooks sit idle for hours while holding 20-40 GiB.
+Grounding: Acme's DCGM CDFs (NSDI'24; ../shared/traces/acme/util_cdfs.csv, Seren and Kalos [C]).
+Across every GPU, 26-31% of GPU_UTIL samples are 0 and the median is 98-99; SM_ACTIVE is 0 for
+30-38%, then spread up to a p90 of 81-92; frame-buffer use is 0 for 24-26% of samples and spread
+from 15% to 95% of the card (medians 39% and 75%). A quarter of samples with no frame buffer in use
+can only be GPUs without a job, so a held GPU is rarely at 0: a job's minutes are phases, computing
+(GPU_UTIL 93-100, the job's engine level), dips while data loads or an evaluation step runs
+(GPU_UTIL 25-90, a tenth to four tenths of the level) and short true stalls at 0 (start-up, a
+checkpoint write); idle GPUs draw ~60-65 W [C]. Notebook behaviour has no public trace and is an
+assumption: others' notebooks alternate short bursts and pauses under 25 minutes, research's
+planted notebooks sit idle for hours while holding 20-40 GiB.
 Missing telemetry (the planted exporter outage) is a missing sample, never a zero.
 """
 
@@ -27,23 +32,25 @@ _XID_TEXT = {79: "GPU has fallen off the bus", 48: "Double Bit ECC Error"}
 class Profile:
     startup: tuple[int, int]  # idle minutes while loading (min, max)
     busy_mean: float  # minutes
-    idle_mean: float
+    idle_mean: float  # minutes of a pause between busy stretches
     idle_cap: int  # longest pause, minutes
     level: tuple[float, float]  # graphics-engine ratio while busy (job mean range)
     util: tuple[int, int]  # GPU_UTIL while busy
     fb: tuple[float, float]  # share of the frame buffer held
+    stall: float = 1.0  # share of pauses that are true stalls at 0; the rest are dips (data loading, eval steps)
 
 
+IDLE, BUSY, DIP = 0, 1, 2
 PROFILES = {
-    "train": Profile((3, 15), 28, 11, 60, (0.35, 0.8), (93, 100), (0.4, 0.9)),
-    "bigrun": Profile((5, 15), 40, 12, 30, (0.5, 0.85), (96, 100), (0.7, 0.95)),
-    "urgent": Profile((5, 12), 40, 10, 30, (0.5, 0.85), (96, 100), (0.7, 0.95)),
-    "finetune": Profile((3, 10), 30, 10, 30, (0.4, 0.75), (93, 100), (0.5, 0.9)),
-    "scavenger": Profile((2, 6), 25, 5, 20, (0.3, 0.7), (85, 100), (0.3, 0.7)),
-    "eval": Profile((2, 10), 8, 3, 15, (0.3, 0.6), (80, 100), (0.3, 0.7)),
-    "sweep": Profile((3, 10), 10, 3, 15, (0.3, 0.6), (80, 100), (0.4, 0.8)),
-    "batch": Profile((1, 3), 40, 2, 10, (0.5, 0.8), (90, 100), (0.5, 0.85)),
-    "general": Profile((1, 5), 10, 10, 25, (0.2, 0.7), (50, 100), (0.05, 0.5)),
+    "train": Profile((2, 8), 40, 3, 20, (0.3, 0.9), (98, 100), (0.12, 0.85), 0.15),
+    "bigrun": Profile((3, 10), 50, 3, 15, (0.45, 0.9), (99, 100), (0.3, 0.85), 0.15),
+    "urgent": Profile((3, 10), 50, 3, 15, (0.45, 0.9), (99, 100), (0.3, 0.85), 0.15),
+    "finetune": Profile((2, 8), 40, 3, 15, (0.35, 0.85), (98, 100), (0.25, 0.85), 0.15),
+    "scavenger": Profile((2, 6), 30, 3, 15, (0.3, 0.7), (96, 100), (0.2, 0.7), 0.2),
+    "eval": Profile((1, 4), 15, 2, 10, (0.2, 0.6), (95, 100), (0.15, 0.7), 0.2),
+    "sweep": Profile((1, 4), 15, 2, 10, (0.2, 0.6), (95, 100), (0.2, 0.8), 0.2),
+    "batch": Profile((1, 3), 40, 2, 10, (0.4, 0.85), (97, 100), (0.3, 0.9), 0.2),
+    "general": Profile((1, 3), 15, 3, 15, (0.1, 0.6), (90, 100), (0.05, 0.5), 0.3),
     "notebook": Profile((5, 20), 8, 10, 25, (0.1, 0.4), (15, 60), (0.12, 0.37)),
     "notebook_idle": Profile((10, 40), 2, 90, 240, (0.1, 0.3), (15, 50), (0.25, 0.5)),
 }
@@ -77,14 +84,23 @@ def host_offset_ms(host: str) -> int:
 
 
 def _pattern(profile: Profile, minutes: int, rng: np.random.Generator) -> np.ndarray:
-    """Busy (True) / idle minutes of a run from its start, checkpoints and stalls included."""
-    busy = np.zeros(minutes, dtype=bool)
+    """The phase (IDLE, BUSY, DIP) of each minute of a run from its start: start-up at 0, then busy
+    stretches and pauses, each pause a true stall (at most 4 minutes: a checkpoint write) with
+    probability `stall` for jobs, else a dip; notebooks' pauses are all idle."""
+    phase = np.full(minutes, IDLE, dtype=np.int8)
     pos = int(rng.integers(profile.startup[0], profile.startup[1] + 1))
     while pos < minutes:
         run = max(1, int(rng.exponential(profile.busy_mean)))
-        busy[pos : pos + run] = True
-        pos += run + min(profile.idle_cap, max(1, int(rng.exponential(profile.idle_mean))))
-    return busy
+        phase[pos : pos + run] = BUSY
+        pos += run
+        pause = min(profile.idle_cap, max(1, int(rng.exponential(profile.idle_mean))))
+        if profile.stall < 1.0:
+            if rng.random() < profile.stall:
+                pause = min(pause, 4)
+            else:
+                phase[pos : pos + pause] = DIP
+        pos += pause
+    return phase
 
 
 class TelemetryModel:
@@ -119,6 +135,7 @@ class TelemetryModel:
         out = {
             "job": np.zeros((n, MINUTES), dtype=np.int64),
             "busy": np.zeros((n, MINUTES), dtype=bool),
+            "dip": np.zeros((n, MINUTES), dtype=bool),
             "held": np.zeros((n, MINUTES), dtype=bool),
             "level": np.zeros((n, MINUTES)),
             "util_hi": np.zeros((n, MINUTES)),
@@ -131,9 +148,14 @@ class TelemetryModel:
             if r.start_s < day_end and end > day_start:
                 self._fill(r, end, t_ms, out)
         busy, held, level = out["busy"], out["held"], out["level"]
+        dip = out["dip"]
         noise = rng.normal(0.0, 1.0, (4, n, MINUTES))
+        spread = rng.random((2, n, MINUTES))
         gr = np.where(busy, np.clip(level + 0.04 * noise[0], 0.02, 0.99), 0.0)
-        util = np.where(busy, np.clip(out["util_hi"] - np.abs(3 * noise[1]), 1, 100), 0.0).round()
+        gr = np.where(dip, np.clip(level * (0.1 + 0.3 * spread[0]), 0.01, 0.99), gr)
+        util = np.where(busy, np.clip(out["util_hi"] - np.abs(noise[1]), 1, 100), 0.0)
+        util = np.where(dip, 25 + 65 * spread[1], util).round()
+        busy = busy | dip
         fb_used = np.where(held, np.clip(out["fb"] * (1 + 0.004 * noise[2]), 0, FB_TOTAL_MIB - 1), 0.0).round()
         idle_w = np.where(held, 78.0, 62.0) + 1.5 * noise[3]
         power = np.where(busy, np.minimum(700.0, 90 + 780 * gr + 12 * noise[3]), idle_w)
@@ -181,7 +203,8 @@ class TelemetryModel:
             # Minutes since the run started, so a multi-day run keeps one pattern across days.
             first = int((ts[a] // 1000 - r.start_s) // 60)
             idx = np.clip(np.arange(first, first + (b - a)), 0, len(pattern) - 1)
-            out["busy"][slot, a:b] = pattern[idx]
+            out["busy"][slot, a:b] = pattern[idx] == BUSY
+            out["dip"][slot, a:b] = pattern[idx] == DIP
             out["level"][slot, a:b] = rng.uniform(*profile.level)
             out["util_hi"][slot, a:b] = rng.integers(profile.util[0], profile.util[1] + 1)
             if r.spec.kind == "notebook_idle":
@@ -203,7 +226,8 @@ class TelemetryModel:
         up = rho > 0
         out["busy"][slot, a:b] = up
         out["level"][slot, a:b] = np.clip(0.05 + 0.6 * rho, 0.05, 0.95)
-        out["util_hi"][slot, a:b] = np.clip(30 + 80 * rho, 30, 100).round()
+        # A kernel runs whenever a request is in flight: GPU_UTIL saturates at a fifth of capacity.
+        out["util_hi"][slot, a:b] = np.clip(60 + 200 * rho, 60, 100).round()
         out["fb"][slot, a:b] = np.where(up, 0.9 * FB_TOTAL_MIB, 0.35 * FB_TOTAL_MIB)
 
     def _xids(self, t_ms: np.ndarray) -> np.ndarray:

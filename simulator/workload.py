@@ -3,8 +3,18 @@
 Sources (../shared/notes/workload-realism.md, section 4): job sizes with median 1 GPU (item 1),
 lognormal run times with the short eval and training medians (item 2), final states about
 60/15/25 by count with failures early and cancellations growing with run time (item 4). Queue
-waits are not drawn here: they come out of `scheduler.py`. Stream rates, the long 8-GPU runs,
-eval sweeps and notebook behaviour are assumptions (see docs/simulator.md).
+waits are not drawn here: they come out of `scheduler.py`. Stream rates, eval sweeps and notebook
+behaviour are assumptions (see docs/simulator.md).
+
+Long pre-training runs are chained multi-node jobs (2-16 nodes where the cluster has room) whose
+stages ask for up to 10 days: Acme's longest GPU job ran 14 days on Seren and 7.2 on Kalos, Philly's
+and Helios' about 50 (acme/cluster_summary.csv `max_run_time_gpu` [A]); jobs of 8 GPUs or more hold
+20-100% of GPU time in the public traces (issue 20; Kalos' mean of 26.8 GPUs per job with a median
+of 1 [A] needs exactly such a tail). Users stop long stages themselves more often than anything
+else ends them: in Acme and Helios cancelled jobs hold 39-66% of GPU time while being 6-27% of jobs
+[A], so P(cancel) grows with the run's length. Users also give up on jobs that wait: a third of
+batch users cancel a job still pending after a few hours, notebook users after a quarter of an
+hour (assumption; the traces count cancelled jobs but do not say whether they had started).
 """
 
 from __future__ import annotations
@@ -14,7 +24,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from simulator.fleet import PARTITION_MAX_MIN, SERVICE_USER, USERS, Cluster
+from simulator.failures import NCCL_ABORT, failure_cause
+from simulator.fleet import GPUS_PER_NODE, PARTITION_MAX_MIN, SERVICE_USER, USERS, Cluster
 from simulator.inference import Replica
 from simulator.jobs import Filler, JobSpec
 from simulator.plan import DAY_S, HOUR_S, LOCAL_OFFSET_S, Plan
@@ -30,9 +41,9 @@ _HOUR_WEIGHTS = _HOUR_WEIGHTS / _HOUR_WEIGHTS.mean()
 # Failure share by kind; the rest of the 25% "failed" by count comes from TIMEOUT and NODE_FAIL.
 _FAIL = {
     "train": 0.26,
-    "bigrun": 0.08,
+    "bigrun": 0.1,
     "urgent": 0.05,
-    "finetune": 0.24,
+    "finetune": 0.2,
     "eval": 0.28,
     "sweep": 0.15,
     "batch": 0.15,
@@ -61,40 +72,45 @@ _ALL = (("nlp", 0.3), ("vision", 0.3), ("speech", 0.2), ("research", 0.2))
 # the rest is shared, and low-QOS evaluation gets what is left, so it waits there.
 WEST = (
     Stream("train", "train", "normal", (("nlp", 0.4), ("vision", 0.15), ("speech", 0.3), ("research", 0.15)), 30,
-           ((1, 0.6), (2, 0.28), (4, 0.12)), 15, 1.8),
+           ((1, 0.5), (2, 0.3), (4, 0.2)), 15, 1.8),
     Stream("bigrun", "train", "normal", (("nlp", 1.0),), 0.15, ((8, 1.0),), 12 * 60, 0.45, 0.9),
-    Stream("urgent", "train", "high", (("nlp", 1.0),), 0.15, ((4, 0.5), (8, 0.5)), 5 * 60, 0.4),
+    Stream("urgent", "train", "high", (("nlp", 1.0),), 0.15, ((4, 0.4), (8, 0.4), (16, 0.2)), 5 * 60, 0.4),
     Stream("finetune", "finetune", "normal", (("vision", 0.3), ("nlp", 0.4), ("speech", 0.3)), 8,
-           ((1, 0.45), (2, 0.4), (4, 0.15)), 120, 0.9),
+           ((1, 0.35), (2, 0.4), (4, 0.25)), 120, 0.9),
     Stream("eval", "eval", "low", _ALL, 30, ((1, 1.0),), 2, 1.5),
-    Stream("sweep", "eval", "low", (("vision", 0.6), ("nlp", 0.4)), 1.5, ((2, 0.5), (4, 0.4), (8, 0.1)), 40, 0.5,
+    Stream("sweep", "eval", "low", (("vision", 0.6), ("nlp", 0.4)), 1.5, ((2, 0.3), (4, 0.45), (8, 0.25)), 40, 0.5,
            0.5, (12, 30)),
     Stream("notebook", "interactive", "high", (("nlp", 0.4), ("speech", 0.3), ("vision", 0.3)), 1.5,
            ((1, 1.0),), 60, 0.6),
     Stream("general", "general", "normal", (("speech", 0.5), ("research", 0.3), ("platform", 0.2)), 6,
-           ((1, 1.0),), 30, 1.5),
+           ((1, 0.8), (2, 0.2)), 30, 1.5),
     Stream("batch", "batch", "normal", (("platform", 1.0),), 1.0, ((1, 0.5), (2, 0.5)), 45, 0.8),
 )
-# Chained long runs: (account, GPUs, chains per 32 GPUs, stage median minutes, sigma, stage limit minutes).
-WEST_CHAINS = (("vision", 8, 2, 30 * 60, 0.5, 24 * 60),)
+# Chained long runs: (account, smallest size in GPUs, share of the cluster's GPUs, stage limit minutes).
+WEST_CHAINS = (("vision", 8, 0.5, 10 * 24 * 60),)
 # East shares its first hosts with online inference; the rest is mixed, lighter work.
 EAST = (
     Stream("notebook_idle", "interactive", "high", (("research", 1.0),), 2.6, ((1, 1.0),), 6.5 * 60, 0.35, 0.2),
     Stream("notebook", "interactive", "high", (("nlp", 0.35), ("vision", 0.25), ("speech", 0.25),
            ("platform", 0.15)), 5, ((1, 1.0),), 60, 0.6),
     Stream("train", "train", "normal", (("nlp", 0.45), ("speech", 0.25), ("research", 0.2), ("vision", 0.1)), 26,
-           ((1, 0.6), (2, 0.27), (4, 0.13)), 15, 1.8),
+           ((1, 0.5), (2, 0.3), (4, 0.2)), 15, 1.8),
     Stream("urgent", "train", "high", (("nlp", 1.0),), 0.15, ((4, 1.0),), 5 * 60, 0.4),
     Stream("finetune", "finetune", "normal", (("nlp", 0.5), ("speech", 0.3), ("vision", 0.2)), 8,
-           ((1, 0.45), (2, 0.4), (4, 0.15)), 120, 0.9),
+           ((1, 0.35), (2, 0.4), (4, 0.25)), 120, 0.9),
     Stream("eval", "eval", "normal", _ALL, 14, ((1, 1.0),), 2, 1.5),
-    Stream("sweep", "eval", "normal", (("nlp", 0.6), ("speech", 0.4)), 0.5, ((1, 1.0),), 20, 0.5, 0.5, (3, 6)),
+    Stream("sweep", "eval", "normal", (("nlp", 0.6), ("speech", 0.4)), 0.5, ((1, 0.5), (2, 0.5)), 20, 0.5, 0.5, (3, 6)),
     Stream("batch", "batch", "normal", (("platform", 0.5), ("nlp", 0.3), ("speech", 0.2)), 7, ((1, 0.6), (2, 0.4)),
            45, 0.8),
     Stream("general", "general", "normal", (("speech", 0.45), ("research", 0.45), ("platform", 0.1)), 12,
-           ((1, 1.0),), 30, 1.5),
+           ((1, 0.8), (2, 0.2)), 30, 1.5),
 )
-EAST_CHAINS = (("nlp", 4, 1, 30 * 60, 0.5, 24 * 60),)
+EAST_CHAINS = (("nlp", 4, 0.125, 10 * 24 * 60),)
+# Multi-node chains take 2-16 whole nodes, at most a quarter of the cluster each.
+CHAIN_SIZES = (128, 64, 32, 16)
+# Users who cancel a job that is still pending: share of jobs, median patience (s), sigma.
+PATIENCE = {"notebook": (1.0, 15 * 60, 0.5), "notebook_idle": (1.0, 15 * 60, 0.5)}
+DEFAULT_PATIENCE = (0.35, 3 * HOUR_S, 1.0)
 # PreemptType=preempt/qos, PreemptMode=REQUEUE: low is the scavenger QOS, preempted by everything.
 PREEMPTS = {"high": frozenset({"low"}), "normal": frozenset({"low"}), "low": frozenset(), "inference": frozenset()}
 # Share of a serving cluster's GPUs the batch-like partitions leave to notebooks (east has no
@@ -139,21 +155,57 @@ def _pick(rng: np.random.Generator, options: tuple[tuple[int, float], ...] | tup
     return int(rng.choice(len(options), p=weights / weights.sum()))
 
 
-def outcome(rng: np.random.Generator, kind: str, work_s: int, limit_s: int) -> tuple[int, str]:
-    """Run time and final state: failures early in the run, cancels likelier for long runs."""
+def outcome(
+    rng: np.random.Generator, kind: str, work_s: int, limit_s: int, gpus: int = 1
+) -> tuple[int, str, tuple[int, int]]:
+    """Run time, final state and the exit code of a failure: failures early in the run (a hung
+    collective anywhere in it), cancels likelier for long runs (simulator.failures for the codes)."""
     if kind.startswith("notebook"):
         if work_s >= limit_s:
-            return limit_s, "TIMEOUT"
-        return work_s, ("CANCELLED" if rng.random() < 0.12 else "COMPLETED")
+            return limit_s, "TIMEOUT", (0, 0)
+        return work_s, ("CANCELLED" if rng.random() < 0.12 else "COMPLETED"), (0, 0)
     u = rng.random()
     p_fail = _FAIL[kind]
-    p_cancel = 0.07 + 0.25 * min(1.0, max(0.0, math.log10(max(work_s, 1) / 300) / 2.5))
+    p_cancel = 0.07 + 0.3 * min(1.0, max(0.0, math.log10(max(work_s, 1) / 300) / 2.5))
     if u < p_fail:
-        return min(limit_s, max(20, int(work_s * rng.beta(0.7, 3.0)))), "FAILED"
+        cause = failure_cause(rng, gpus)
+        share = rng.uniform(0.1, 1.0) if cause == NCCL_ABORT else rng.beta(0.7, 3.0)
+        return min(limit_s, max(20, int(work_s * share))), "FAILED", cause
     if u < p_fail + p_cancel:
         run = max(20, int(work_s * rng.uniform(0.3, 1.0)))
-        return (limit_s, "TIMEOUT") if run >= limit_s else (run, "CANCELLED")
-    return (limit_s, "TIMEOUT") if work_s >= limit_s else (work_s, "COMPLETED")
+        return ((limit_s, "TIMEOUT") if run >= limit_s else (run, "CANCELLED")) + ((0, 0),)
+    return ((limit_s, "TIMEOUT") if work_s >= limit_s else (work_s, "COMPLETED")) + ((0, 0),)
+
+
+def stage_outcome(rng: np.random.Generator, limit_s: int, gpus: int) -> tuple[int, str, tuple[int, int]]:
+    """A chained pre-training stage: it checkpoints and runs until its time limit (TIMEOUT, and the
+    workflow submits the next stage) unless it fails (20%: the infrastructure failures large jobs
+    meet most, Acme [S]) or its user stops it to change something (45%, anywhere in the stage:
+    cancelled jobs hold most of Acme's and Helios' GPU time [A])."""
+    u = rng.random()
+    if u < 0.2:
+        cause = failure_cause(rng, gpus)
+        share = rng.uniform(0.05, 1.0) if cause == NCCL_ABORT else rng.beta(0.7, 3.0)
+        return max(60, int(limit_s * share)), "FAILED", cause
+    if u < 0.65:
+        return max(60, int(limit_s * rng.uniform(0.1, 1.0))), "CANCELLED", (0, 0)
+    return limit_s, "TIMEOUT", (0, 0)
+
+
+def _array_task(stream: int, i: int, burst_of: np.ndarray | None, burst_start: np.ndarray) -> tuple[int, int] | None:
+    """(array key, task index) of the i-th job of a sweep stream; None outside sweeps."""
+    if burst_of is None:
+        return None
+    burst = int(burst_of[i])
+    return stream * 100_000 + burst, i - int(burst_start[burst])
+
+
+def patience(rng: np.random.Generator, kind: str) -> int | None:
+    """How long the user waits for a pending job before cancelling it (None: never cancels)."""
+    share, median_s, sigma = PATIENCE.get(kind, DEFAULT_PATIENCE)
+    draw = rng.random()
+    wait = int(median_s * math.exp(sigma * rng.standard_normal()))
+    return max(60, wait) if draw < share else None
 
 
 def _comment(rng: np.random.Generator, kind: str) -> str | None:
@@ -185,23 +237,26 @@ def stream_jobs(cluster: Cluster, plan: Plan, streams: tuple[Stream, ...], free_
     for k, stream in enumerate(streams):
         rng = np.random.default_rng([plan.seed, 0xC1 if cluster.name == "east" else 0xC2, k])
         times = _arrivals(rng, plan, stream.per_day * scale, stream.weekend)
+        burst_of: np.ndarray | None = None
+        burst_start: np.ndarray = np.zeros(0, dtype=np.int64)
         if stream.burst is not None:
+            # A sweep is one job array (sbatch --array=0-N): its tasks are submitted together.
             lo, hi = stream.burst
             sizes = rng.integers(lo, hi + 1, len(times))
-            times = np.concatenate(
-                [t + np.cumsum(rng.integers(1, 20, n)) for t, n in zip(times, sizes, strict=True)] or [times]
-            )
+            burst_of = np.repeat(np.arange(len(times)), sizes)
+            burst_start = np.r_[0, np.cumsum(sizes)[:-1]].astype(np.int64)
+            times = np.repeat(times, sizes)
         part_max = PARTITION_MAX_MIN[stream.partition] * 60
         account = stream.accounts[0][0]
         for i, t in enumerate(times):
-            if stream.burst is None or i == 0 or rng.random() < 0.1:
+            if burst_of is None or i == 0 or burst_of[i] != burst_of[i - 1]:
                 account = stream.accounts[_pick(rng, stream.accounts)][0]
             gpus = stream.sizes[_pick(rng, stream.sizes)][0]
             if gpus > cluster.gpus:
                 continue
             work = int(stream.median_min * 60 * math.exp(stream.sigma * rng.standard_normal())) + 5
             limit_s = user_limit(rng, work, part_max)
-            run_s, state = outcome(rng, stream.kind, work, limit_s)
+            run_s, state, cause = outcome(rng, stream.kind, work, limit_s, gpus)
             users = USERS[account]
             specs.append(
                 JobSpec(
@@ -221,29 +276,44 @@ def stream_jobs(cluster: Cluster, plan: Plan, streams: tuple[Stream, ...], free_
                     preempts=PREEMPTS[stream.qos],
                     comment=_comment(rng, stream.kind),
                     typed_gres=bool(rng.random() < 0.7),
+                    exit_code=cause,
+                    patience_s=patience(rng, stream.kind),
+                    array=_array_task(k, i, burst_of, burst_start),
                 )
             )
     return specs
 
 
-def chain_jobs(
-    cluster: Cluster, plan: Plan, chains: tuple[tuple[str, int, int, int, float, int], ...]
-) -> list[JobSpec]:
+def chain_sizes(cluster: Cluster, share: float, smallest: int) -> list[int]:
+    """GPUs of each chain on `cluster`: whole nodes (2-16, at most a quarter of the cluster, at least
+    two nodes where half the share allows) filling `share` of its GPUs; one `smallest` chain where
+    the share holds less than a node, none where it holds less than that."""
+    budget = int(share * cluster.gpus)
+    if budget < GPUS_PER_NODE:
+        return [smallest] if budget >= smallest else []
+    cap = max(2 * GPUS_PER_NODE, cluster.gpus // 4)
+    sizes = []
+    while budget >= GPUS_PER_NODE:
+        size = next((s for s in CHAIN_SIZES if s <= min(budget, cap)), GPUS_PER_NODE)
+        sizes.append(size)
+        budget -= size
+    return sizes
+
+
+def chain_jobs(cluster: Cluster, plan: Plan, chains: tuple[tuple[str, int, float, int], ...]) -> list[JobSpec]:
     """Long pre-training runs as chains of stages: each stage checkpoints, hits its limit or ends,
     and the workflow submits the next one; only the first stage of each chain is submitted up front."""
     heads = []
-    for k, (account, gpus, per32, median_min, sigma, limit_min) in enumerate(chains):
-        count = per32 * cluster.gpus // 32  # none on a cluster too small to leave room for the rest
-        for c in range(count):
+    for k, (account, smallest, share, limit_min) in enumerate(chains):
+        for c, gpus in enumerate(chain_sizes(cluster, share, smallest)):
             rng = np.random.default_rng([plan.seed, 0xCA, k, c, len(cluster.name)])
             users = USERS[account]
             user = users[int(rng.integers(len(users)))]
             name = _name(rng, "bigrun", account)
-            n_stages = 4 + (plan.end_s - plan.sim_start_s) // (limit_min * 60 // 2)
+            n_stages = 4 + (plan.end_s - plan.sim_start_s) // (limit_min * 60 // 20)
             nxt: JobSpec | None = None
             for stage in range(int(n_stages) - 1, -1, -1):
-                work = int(median_min * 60 * math.exp(sigma * rng.standard_normal()))
-                run_s, state = outcome(rng, "bigrun", work, limit_min * 60)
+                run_s, state, cause = stage_outcome(rng, limit_min * 60, gpus)
                 nxt = JobSpec(
                     key=900_000_000 + k * 1_000_000 + c * 1000 + stage,
                     name=name,
@@ -261,6 +331,7 @@ def chain_jobs(
                     comment=f"chain stage {stage}",
                     next=nxt,
                     retry_gap_s=int(rng.integers(10 * 60, 3 * HOUR_S)),
+                    exit_code=cause,
                 )
             assert nxt is not None
             heads.append(nxt)

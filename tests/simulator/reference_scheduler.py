@@ -22,7 +22,7 @@ from simulator.fleet import (
 from simulator.jobs import Filler, JobSpec, Run
 from simulator.plan import NodeFailure
 
-_END, _FAIL, _UP, _SUBMIT, _REQUEUE, _GRAB = 0, 1, 2, 3, 4, 5
+_END, _FAIL, _UP, _SUBMIT, _REQUEUE, _GRAB, _CANCEL = 0, 1, 2, 3, 4, 5, 6
 _CHECKPOINT_S = 1800  # a requeued checkpointing job loses up to this much progress
 _CHECKPOINTED = frozenset({"train", "bigrun", "urgent", "finetune", "scavenger"})
 _CHAIN_GOES_ON = frozenset({"COMPLETED", "TIMEOUT"})
@@ -55,6 +55,7 @@ class Scheduler:
         self.runs: list[Run] = []
         self._heap: list[tuple[int, int, int, object]] = []
         self._seq = itertools.count()
+        self._arrays: dict[int, int] = {}  # array key -> the array's job id
         self._ids = itertools.count(first_id)
 
     def push(self, t: int, kind: int, payload: object) -> None:
@@ -91,7 +92,22 @@ class Scheduler:
     def _handle(self, t: int, kind: int, payload: object) -> None:
         if kind == _SUBMIT:
             assert isinstance(payload, JobSpec)
-            self._enqueue(Run(payload, next(self._ids), 0, t, payload.run_s))
+            run = Run(payload, next(self._ids), 0, t, payload.run_s)
+            if payload.array is not None:
+                # Tasks of one array are submitted together; the array's id is its first task's.
+                if payload.array[1] == 0:
+                    self._arrays[payload.array[0]] = run.job_id
+                run.array_job_id = self._arrays.get(payload.array[0], run.job_id)
+            self._enqueue(run)
+            if payload.patience_s is not None:
+                self.push(t + payload.patience_s, _CANCEL, run)
+        elif kind == _CANCEL:
+            assert isinstance(payload, Run)
+            if any(r is payload for r in self.pending):  # scancel of a job that is still pending
+                self.pending.remove(payload)
+                payload.end_s = t
+                payload.state = "CANCELLED"
+                payload.priority = priority(payload, t)
         elif kind == _REQUEUE:
             assert isinstance(payload, Run)
             self._enqueue(payload)
@@ -173,7 +189,13 @@ class Scheduler:
             remaining = victim.remaining_s - done + lost
         else:
             remaining = victim.spec.run_s
-        self.push(t, _REQUEUE, Run(victim.spec, victim.job_id, victim.attempt + 1, t, max(60, remaining)))
+        self.push(
+            t,
+            _REQUEUE,
+            Run(
+                victim.spec, victim.job_id, victim.attempt + 1, t, max(60, remaining), array_job_id=victim.array_job_id
+            ),
+        )
 
     def _fit(self, gpus: int, hosts: list[int]) -> list[int] | None:
         if gpus <= GPUS_PER_NODE:

@@ -6,16 +6,20 @@ import gzip
 import hashlib
 import json
 import re
+from collections import Counter
 from datetime import date
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 import simulator.run
 from simulator import Manifest, simulate
-from tests.simulator.helpers import epoch, gpus_of, sacct_jobs
+from tests.simulator.helpers import epoch, expand_hostlist, gpus_of, sacct_jobs
 
-FIXTURE = Path(__file__).resolve().parents[1] / "data" / "scheduler" / "sacct-22.05.8-local.json"
+DATA = Path(__file__).resolve().parents[1] / "data" / "scheduler"
+FIXTURE = DATA / "sacct_slurm_23_11_5.json"
+STEP_FIXTURE = DATA / "slurm" / "23.11-v0.0.40" / "slurmdb-job-timeout.json"
 HOSTLIST = re.compile(r"^[a-z]+-gpu-(\d+|\[\d+(-\d+)?(,\d+(-\d+)?)*\])$")
 
 
@@ -102,49 +106,126 @@ def test_a_range_over_a_month_end_writes_one_sacct_file_per_month(tmp_path: Path
         assert (job["time"]["end"] or november + 1) > november  # every record overlaps November
 
 
-def test_sacct_json_has_the_22_05_shape(short_run: tuple[Path, Manifest]) -> None:
+def test_sacct_json_has_the_23_11_shape(short_run: tuple[Path, Manifest]) -> None:
     out, _ = short_run
     fixture = json.loads(FIXTURE.read_text())
+    step_fixture = json.loads(STEP_FIXTURE.read_text())["jobs"][0]["steps"][0]
     doc = json.loads(gzip.decompress((out / "slurm" / "east" / "sacct-2026-10.json.gz").read_bytes()))
     assert list(doc) == ["meta", "errors", "jobs"]
-    assert doc["meta"] == fixture["meta"]
+    assert doc["meta"]["plugin"]["data_parser"] == fixture["meta"]["plugin"]["data_parser"] == "data_parser/v0.0.40"
+    assert doc["meta"]["slurm"]["version"]["major"] == "23"
     assert doc["errors"] == []
     keys = list(fixture["jobs"][0])
     for job in doc["jobs"]:
         assert list(job) == keys
         assert set(job["time"]) == set(fixture["jobs"][0]["time"])
-        assert job["exit_code"] == {"status": "SUCCESS", "return_code": 0}
-        assert job["derived_exit_code"] == {"status": "SUCCESS", "return_code": 0}
+        assert set(job["exit_code"]) == set(fixture["jobs"][0]["exit_code"]) == {"status", "return_code", "signal"}
         assert set(job["state"]) == {"current", "reason"}
+        assert isinstance(job["state"]["current"], list)
+        assert set(job["time"]["limit"]) == {"set", "infinite", "number"}
         for tres in job["tres"]["requested"] + job["tres"]["allocated"]:
             assert set(tres) == {"type", "name", "id", "count"}
         if job["time"]["start"]:
             assert HOSTLIST.match(job["nodes"]), job["nodes"]
             assert {"gpu", "gpu:h100"} <= {t["name"] for t in job["tres"]["allocated"] if t["type"] == "gres"}
             assert gpus_of(job) >= 1
-            assert set(job["steps"][0]) == set(fixture["jobs"][0]["steps"][0])
-        if job["state"]["current"] == "RUNNING":
+            assert list(job["steps"][0]) == list(step_fixture)
+        if job["state"]["current"] == ["RUNNING"]:
             assert job["time"]["end"] == 0
-            assert job["steps"][0]["time"]["end"] == 0
-    states = {j["state"]["current"] for j in doc["jobs"]}
+            assert job["steps"][0]["time"]["end"]["set"] is False
+    states = {j["state"]["current"][0] for j in doc["jobs"]}
     assert {"COMPLETED", "FAILED", "RUNNING", "PREEMPTED"} <= states
     assert doc["jobs"] == sorted(doc["jobs"], key=lambda j: (j["job_id"], j["time"]["submission"]))
+
+
+def _code(exit_code: dict[str, Any]) -> str:
+    """`return code:signal`, as `sacct -P` prints ExitCode."""
+    return f"{exit_code['return_code']['number']}:{exit_code['signal']['id']['number']}"
+
+
+def test_exit_codes_say_how_each_record_ended(month_runs: list[dict[str, Any]]) -> None:
+    codes: dict[str, Counter[str]] = {}
+    for job in month_runs:
+        codes.setdefault(job["state"]["current"][0], Counter())[_code(job["exit_code"])] += 1
+    assert set(codes["COMPLETED"]) == {"0:0"}
+    assert set(codes["TIMEOUT"]) == {"0:0"}
+    assert set(codes["PREEMPTED"]) == {"0:15"}
+    failed = codes["FAILED"]
+    # user errors, argument errors, the OOM killer (the step, or the launcher's child) and NCCL aborts
+    assert set(failed) == {"1:0", "2:0", "0:9", "137:0", "0:6"}
+    assert failed.most_common(1)[0][0] == "1:0"
+    assert "0:0" not in failed
+    assert set(codes["CANCELLED"]) == {"0:15", "0:0"}  # cancelled running (SIGTERM) or while pending
+    for job in month_runs:
+        if job["state"]["current"] == ["TIMEOUT"]:
+            assert job["steps"][0]["exit_code"]["signal"]["name"] == "TERM"
+        if job["exit_code"]["signal"]["id"]["set"]:
+            assert job["exit_code"]["status"] == ["SIGNALED"]
+            assert job["exit_code"]["return_code"]["set"] is False
+
+
+def test_jobs_cancelled_while_pending_never_started(month_runs: list[dict[str, Any]]) -> None:
+    pending_cancelled = [j for j in month_runs if j["state"]["current"] == ["CANCELLED"] and not j["time"]["start"]]
+    assert len(pending_cancelled) >= 50
+    for job in pending_cancelled:
+        assert job["nodes"] == "None assigned"
+        assert job["steps"] == []
+        assert job["time"]["end"] > job["time"]["submission"]
+        assert job["state"]["reason"] in {"Priority", "Resources", "AssocGrpGRES", "QOSGrpGRES"}
+
+
+def test_multi_node_jobs_span_whole_nodes(month_runs: list[dict[str, Any]]) -> None:
+    multi = [j for j in month_runs if j["allocation_nodes"] > 1]
+    assert multi
+    for job in multi:
+        hosts = expand_hostlist(job["nodes"])
+        assert len(hosts) == job["allocation_nodes"] == job["steps"][0]["nodes"]["count"]
+        assert gpus_of(job) == 8 * len(hosts)
+        assert job["steps"][0]["nodes"]["list"] == hosts
+
+
+def test_eval_sweeps_are_job_arrays(month_runs: list[dict[str, Any]]) -> None:
+    tasks: dict[int, list[dict[str, Any]]] = {}
+    for job in month_runs:
+        if job["array"]["job_id"]:
+            tasks.setdefault(job["array"]["job_id"], []).append(job)
+    assert len(tasks) >= 20
+    for array_id, members in tasks.items():
+        first = [j for j in members if j["array"]["task_id"]["number"] == 0 and j["job_id"] == array_id]
+        assert first, array_id  # the array's id is its first task's
+        assert len({j["time"]["submission"] for j in members if j["array"]["task_id"]["number"] == 0}) >= 1
+        assert {j["partition"] for j in members} == {"eval"}
+
+
+def test_runs_go_past_a_day_up_to_the_train_partitions_limit(month_runs: list[dict[str, Any]]) -> None:
+    ended = [j for j in month_runs if j["time"]["end"] and j["time"]["start"] and j["partition"] == "train"]
+    longest = max(j["time"]["end"] - j["time"]["start"] for j in ended)
+    assert 7 * 86400 < longest <= 14 * 86400
 
 
 def test_sacct_escapes_slashes_like_json_c(short_run: tuple[Path, Manifest]) -> None:
     out, _ = short_run
     raw = gzip.decompress((out / "slurm" / "west" / "sacct-2026-10.json.gz").read_bytes()).decode()
-    assert '"openapi\\/dbv0.0.38"' in raw
+    assert '"data_parser\\/v0.0.40"' in raw
 
 
-def test_assoc_snapshots_list_account_limits(short_run: tuple[Path, Manifest]) -> None:
+def test_assoc_snapshots_list_account_limits_and_parents(short_run: tuple[Path, Manifest]) -> None:
     out, _ = short_run
     rows = (out / "slurm" / "east" / "assoc-20261001T000000Z.txt").read_text().splitlines()
-    assert rows[0] == "Cluster|Account|User|GrpTRES|Priority"
+    assert rows[0] == "Cluster|Account|User|ParentName|GrpTRES|Priority"
     accounts = {r.split("|")[1]: r.split("|") for r in rows[1:] if r.split("|")[2] == ""}
-    assert set(accounts) == {"root", "nlp", "vision", "speech", "research", "platform"}
-    assert accounts["vision"][3].startswith("gres/gpu=")
-    assert all(len(r.split("|")) == 5 for r in rows)
+    assert set(accounts) == {"root", "ai", "nlp", "vision", "speech", "research", "platform"}
+    assert accounts["vision"][4].startswith("gres/gpu=")
+    assert {a: accounts[a][3] for a in ("ai", "nlp", "vision", "speech", "research", "platform")} == {
+        "ai": "root",
+        "nlp": "ai",
+        "vision": "ai",
+        "speech": "ai",
+        "research": "ai",
+        "platform": "root",
+    }
+    assert accounts["ai"][4] == ""  # the parent carries no limit of its own
+    assert all(len(r.split("|")) == 6 for r in rows)
 
 
 def test_inference_replicas_are_long_running_infer_jobs(short_run: tuple[Path, Manifest]) -> None:
@@ -153,6 +234,6 @@ def test_inference_replicas_are_long_running_infer_jobs(short_run: tuple[Path, M
     assert {j["qos"] for j in infer} == {"inference"}
     names = {j["name"] for j in infer}
     assert {"vllm-chat-70b-0", "vllm-code-7b-0", "vllm-embed-small-1"} <= names
-    running = [j for j in infer if j["state"]["current"] == "RUNNING"]
+    running = [j for j in infer if j["state"]["current"] == ["RUNNING"]]
     assert sum(gpus_of(j) for j in running) == 12
     assert {j["nodes"] for j in infer} == {"east-gpu-01", "east-gpu-02"}

@@ -148,7 +148,7 @@ def test_node_failure_shows_an_xid_with_its_message(tmp_path: Path) -> None:
     assert {label(x, "Hostname") for x in xids} == {failure.subject}
     assert {label(x, "err_code") for x in xids} == {str(failure.details["xid"])}
     assert all(x.split("} ")[1].split(" ")[0] == str(failure.details["xid"]) for x in xids)
-    ended = {j["job_id"] for j in sacct_jobs(tmp_path, cluster) if j["state"]["current"] == "NODE_FAIL"}
+    ended = {j["job_id"] for j in sacct_jobs(tmp_path, cluster) if j["state"]["current"] == ["NODE_FAIL"]}
     assert ended == set(failure.details["jobs_ended"])
 
 

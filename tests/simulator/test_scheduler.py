@@ -95,7 +95,7 @@ def test_a_requeued_job_has_a_preempted_record_then_a_new_one(short_run: tuple[P
     assert len(chat) == 2  # the planted preemption of two replicas
     for versions in requeued.values():
         first, later = versions[0], versions[1:]
-        assert first["state"]["current"] == "PREEMPTED"
+        assert first["state"]["current"] == ["PREEMPTED"]
         for prev, nxt in zip(versions, later, strict=False):
             assert nxt["time"]["submission"] >= prev["time"]["end"] > 0
             assert nxt["time"]["submission"] > prev["time"]["submission"]

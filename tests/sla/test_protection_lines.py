@@ -55,6 +55,14 @@ def test_queue_wait_breaches_from_the_limit_until_start_and_merges_per_queue() -
     assert out["worst_value"].to_list() == [6000.0, 6000.0]
 
 
+def test_a_job_cancelled_while_pending_waited_only_until_it_was_cancelled() -> None:
+    cfg = config('[[protection.queue_wait]]\nqueue = "east/train"\nmax_wait = "1h"\nkeep_firing_for = "0s"')
+    jobs = [job(1, submit=0, start=None, end=90, state="CANCELLED"), job(2, submit=100, start=None, end=None)]
+    out = QueueWaitLine().episodes(inputs(jobs=jobs, data_end=at(600)), cfg)
+    # job 1 gave up after 90 minutes; job 2 is still pending when the data ends
+    assert out.select("start", "end", "worst_value").rows() == [(at(60), at(90), 5400.0), (at(160), at(600), 30000.0)]
+
+
 def test_queue_wait_alerts_resolve_when_the_queue_clears_and_the_review_groups_them() -> None:
     jobs = [job(1, submit=0, start=100, end=120), job(4, submit=300, start=400, end=420)]
     line = '[[protection.queue_wait]]\nqueue = "east/train"\nmax_wait = "1h"\n'
