@@ -33,6 +33,19 @@ FIELDS: tuple[tuple[str, str, str], ...] = (
 )
 
 
+def _value(name: str, rng: random.Random) -> str:
+    """A value inside the field's physical range, which the readers check (docs/collectors.md, Validation)."""
+    if name.endswith("_ACTIVE"):
+        return f"{rng.uniform(0, 1):f}"  # DCGM_FI_PROF_* activity fields are ratios
+    if name.startswith("DCGM_FI_PROF") or name == "DCGM_FI_DEV_POWER_USAGE":
+        return f"{rng.uniform(0, 700):f}"
+    if name.endswith("_UTIL"):
+        return str(rng.randrange(0, 101))
+    if name.endswith("_TEMP"):
+        return str(rng.randrange(20, 95))
+    return str(rng.randrange(0, 100_000))
+
+
 def scrape(nodes: int, gpus: int = 8, *, seed: int = 0) -> str:
     """The concatenated /metrics text of `nodes` exporters (values change with `seed`)."""
     rng = random.Random(seed)
@@ -49,9 +62,6 @@ def scrape(nodes: int, gpus: int = 8, *, seed: int = 0) -> str:
         for name, type_, help_ in FIELDS:
             out.append(f"# HELP {name} {help_}\n# TYPE {name} {type_}\n")
             for labels in label_sets:
-                if name.startswith("DCGM_FI_PROF") or name == "DCGM_FI_DEV_POWER_USAGE":
-                    value = f"{rng.uniform(0, 700):f}"
-                else:
-                    value = str(rng.randrange(0, 100_000))
+                value = _value(name, rng)
                 out.append(f"{name}{{{labels}}} {value}\n")
     return "".join(out)

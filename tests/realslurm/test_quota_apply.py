@@ -11,6 +11,7 @@ from collectors.slurm import QuotaTarget, SacctmgrQuotaWriter, SlurmCli
 from gpusteward.domain import Month
 from quota.plan import Plan, PlanItem
 from service.cli_quota import quota
+from tests.configs import config_env
 from tests.realslurm.cluster import CLUSTER, SlurmCluster
 from warehouse import open_warehouse
 from warehouse.quota_store import applies
@@ -45,7 +46,7 @@ def test_plan_approve_apply_rollback(slurm: SlurmCluster, tmp_path: Path) -> Non
     _setup(slurm)
     db = tmp_path / "w.duckdb"
     _store(db, "real-1", 5, 3)
-    run = CliRunner(env=slurm.env).invoke
+    run = CliRunner(env={**slurm.env, **config_env(tmp_path)}).invoke
     base = ["--db", str(db)]
     assert run(quota, ["apply", "real-1", *base, "--by", "bob"]).exit_code == 1  # not approved yet
     dry = run(quota, ["apply", "real-1", *base, "--by", "bob", "--dry-run"])
@@ -77,7 +78,7 @@ def test_stale_plan_is_refused(slurm: SlurmCluster, tmp_path: Path) -> None:
     _setup(slurm)
     db = tmp_path / "w.duckdb"
     _store(db, "real-2", 6, 3)
-    run = CliRunner(env=slurm.env).invoke
+    run = CliRunner(env={**slurm.env, **config_env(tmp_path)}).invoke
     assert run(quota, ["approve", "real-2", "--db", str(db), "--by", "alice"]).exit_code == 0
     slurm.run("sacctmgr", "-i", "modify", "qos", "where", f"name={QOS}", "set", "GrpTRES=gres/gpu=7")  # by hand
     refused = run(quota, ["apply", "real-2", "--db", str(db), "--by", "bob"])
