@@ -15,7 +15,8 @@ The review stage is the product's monthly path: `Warehouse.evaluation_inputs(mon
 the machine's memory to itself), not interleaved.
 
 The simulator is measured at 125 and 1,250 nodes for a day (the growth exponent between them is
-reported); a simulated month of 1,250 nodes (about 29 GB of files, 100 minutes here) and its
+reported), and its scheduling alone (CPU seconds, no files: the part whose cost grows with the
+pending queues); a simulated month of 1,250 nodes (about 29 GB of files, 100 minutes here) and its
 import (446M rows, about 100 minutes) are beyond a benchmark's time, which is why the month is
 fanned out. The collector part is bench/collect.py's setup (a separate process serving
 dcgm-exporter bodies, 8 GPUs x 20 fields per node) at 1,250 nodes: CPU and wall seconds per cycle.
@@ -62,6 +63,21 @@ def _simulate(out: str, nodes: int, days: int) -> int:
 
     simulate(Path(out), START, days, SEED, nodes=nodes)
     return sum(p.stat().st_size for p in Path(out).rglob("*") if p.is_file())
+
+
+def _schedule(nodes: int, days: int) -> dict[str, Any]:
+    """The simulator's scheduling alone (no files): CPU seconds, records and pending-queue peaks."""
+    from simulator.fleet import build_fleet
+    from simulator.plan import make_plan
+    from simulator.run import schedule_fleet
+
+    fleet = build_fleet(nodes)
+    plan = make_plan(fleet, START, days, SEED)
+    started = time.process_time()
+    world = schedule_fleet(fleet, plan)
+    cpu = time.process_time() - started
+    peak = max((len(s.jobs) for snaps in world.pending.values() for s in snaps), default=0)
+    return {"cpu_s": round(cpu, 2), "records": sum(len(r) for r in world.runs.values()), "most_pending": peak}
 
 
 def _import(db: str, data: str) -> dict[str, int]:
@@ -165,10 +181,16 @@ def _simulator(work: Path, small: int, big: int, days: int) -> dict[str, Any]:
     runs = {n: measure(_simulate, str(work / f"sim-{n}"), n, days) for n in (small, big)}
     for n in (small, big):
         shutil.rmtree(work / f"sim-{n}", ignore_errors=True)
+    scheduled = {n: measure(_schedule, n, days) for n in (small, big)}
     exponent = math.log(runs[big].wall_s / runs[small].wall_s, big / small)
     return {
         "days": days,
-        **{f"nodes_{n}": {**m.as_dict(), "gpus": n * 8, "files_mib": round(m.value / 2**20)} for n, m in runs.items()},
+        **{
+            f"nodes_{n}": {
+                **m.as_dict(), "gpus": n * 8, "files_mib": round(m.value / 2**20), "schedule": scheduled[n].value,
+            }
+            for n, m in runs.items()
+        },
         "wall_growth_exponent": round(exponent, 2),
     }
 

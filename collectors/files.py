@@ -1,6 +1,8 @@
 """Read one file of any supported kind into a `CollectedBatch`, and order files for an import.
 
-The kind comes from the content: JSON is `sacct --json`; a `JobID|JobIDRaw|...` header is a
+The kind comes from the content: JSON whose job records carry `job_state` is slurmctld's view
+(`squeue --json`, slurmrestd `/jobs`: pending snapshots, `collectors.slurm.squeue_file`), other
+JSON is `sacct --json`; a `JobID|JobIDRaw|...` header is a
 `sacct -P` dump (`collectors.slurm.sacct_text`); a `Cluster|Account|...` header is
 `sacctmgr -P show assoc`; exposition text whose first recognised samples are `DCGM_FI_*` (or 1.x
 `dcgm_*`) is DCGM, a metric an inference mapping knows (vLLM, SGLang, TGI, Triton, gateways) is
@@ -30,10 +32,12 @@ from collectors.sacct import load_json, read_sacct
 from collectors.sacctmgr import read_assoc_tree, snapshot_time
 from collectors.samples import Samples
 from collectors.slurm.sacct_text import is_sacct_text, read_sacct_text
+from collectors.slurm.squeue_file import is_live_jobs, read_squeue
 from gpusteward.config.limits import DEFAULT_LIMITS, LimitsConfig
 from gpusteward.errors import InputError
 
-KINDS = ("sacctmgr", "sacct", "sacct_text", "dcgm", "inference")  # the import order: quotas, jobs, GPUs, services
+# the import order: quotas, jobs, queues, GPUs, services
+KINDS = ("sacctmgr", "sacct", "sacct_text", "squeue", "dcgm", "inference")
 _DATE = re.compile(r"(\d{4})-?(\d{2})(?:-?(\d{2}))?(?:T(\d{2})(\d{2})(\d{2})Z?)?")
 
 
@@ -67,6 +71,12 @@ def read_file(
         batch.add("jobs", jobs)
         batch.add("job_events", events)
         batch.problems.extend(problems)
+    elif kind == "squeue":
+        lines = (line for lines in bounded.lines(path, source, limits) for line in lines)
+        fallback = snapshot_time(path.name, source=source) or _mtime(path)
+        pending, problems = read_squeue(lines, source=source, default_cluster=default_cluster, fallback_ts=fallback)
+        batch.add("pending_jobs", pending)
+        batch.problems.extend(problems)
     elif kind == "sacctmgr":
         ts = snapshot_time(path.name, source=source)
         if ts is None:
@@ -99,7 +109,7 @@ def read_file(
             batch.add("inference_windows", frame)
         batch.problems.extend(problems)
     else:
-        kinds = "DCGM or vLLM metrics, sacct JSON or -P, sacctmgr"
+        kinds = "DCGM or vLLM metrics, sacct JSON or -P, squeue JSON, sacctmgr"
         raise InputError(source, f"not a kind of file GPU Steward reads ({kinds}): {why}")
     return batch
 
@@ -176,7 +186,7 @@ def _first_sample_further(path: Path, mappings: MappingIndex, limits: LimitsConf
 def kind_of(head: str, *, mappings: MappingIndex = DEFAULT_INDEX) -> str | None:
     text = head.removeprefix(bounded.BOM).lstrip()
     if text.startswith(("{", "[")):
-        return "sacct"
+        return "squeue" if is_live_jobs(text) else "sacct"
     first = text.split("\n", 1)[0].rstrip("\r").split("|")
     if is_sacct_text(text.split("\n", 1)[0]):
         return "sacct_text"

@@ -28,7 +28,7 @@ from simulator.telemetry import DayValues, TelemetryModel
 from simulator.workload import batch_cap, cluster_jobs, first_job_id
 from simulator.write_openmetrics import DcgmLabels, Gzip, dcgm_labels, render_vllm, stream_dcgm
 from simulator.write_slurm import assoc_name, assoc_snapshot, month_bounds, months_touched, sacct_pieces
-from simulator.write_slurm_extra import sacct_text, squeue_lines
+from simulator.write_slurm_extra import sacct_text, squeue_answers
 
 Progress = Callable[[str, int, int], None]
 WORKERS = 2
@@ -128,11 +128,13 @@ def simulate(  # noqa: PLR0917 - the CLI's interface, positional as documented
     nodes: int = 8,
     progress: Progress | None = None,
     *,
-    slurm_extras: bool = False,
+    slurm_extras: bool = True,
 ) -> Manifest:
     """Write a seeded fleet's history under `out_dir` in real formats; return (and write) the manifest.
 
-    `slurm_extras`: also the pending-job snapshots and `sacct -P` dumps (simulator.write_slurm_extra).
+    `slurm_extras`: also the pending-job snapshots and `sacct -P` dumps (simulator.write_slurm_extra),
+    as a site keeping `squeue --json` and `sacct -P` next to its `sacct --json` dumps has them;
+    False leaves them out (the JSON dumps and association snapshots alone).
     """
     report: Progress = progress or (lambda _step, _done, _total: None)
     fleet = build_fleet(nodes)
@@ -181,7 +183,7 @@ _OURS = (
     "slurm/*/sacct-*.json.gz",
     "slurm/*/assoc-*.txt",
     "slurm/*/sacct-*.txt.gz",
-    "slurm/*/squeue-*.jsonl.gz",
+    "slurm/*/squeue-*.json.gz",
 )
 
 
@@ -203,8 +205,8 @@ def _extras(folder: Path, c: Cluster, plan: Plan, world: World, files: list[str]
     for d in range(plan.days):
         t0 = plan.day_start(d)
         day = [s for s in snaps if t0 <= s.at_s < t0 + DAY_S]
-        name = f"squeue-{date.fromordinal(plan.start.toordinal() + d).isoformat()}.jsonl.gz"
-        jobs.append(functools.partial(_write_lazy, folder / name, functools.partial(squeue_lines, day, c)))
+        name = f"squeue-{date.fromordinal(plan.start.toordinal() + d).isoformat()}.json.gz"
+        jobs.append(functools.partial(_write_lazy, folder / name, functools.partial(squeue_answers, day, c)))
         files.append(f"slurm/{c.name}/{name}")
     return jobs
 

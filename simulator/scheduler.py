@@ -9,7 +9,12 @@ Policy (small, close to Slurm's main and backfill schedulers):
 - a job whose QOS may preempt (high preempts low) requeues the youngest victims on one host;
 - a node failure ends every run on the host with NODE_FAIL and drains the host for a while;
 - a chained stage is submitted when the previous one ends (at once, or after the user's retry
-  gap when it did not end well), as a workflow tool would.
+  gap when it did not end well), as a workflow tool would;
+- a pass tests at most `queue_depth` pending jobs, the highest priorities first (Slurm's backfill
+  stops at `bf_max_job_test`, 500 by default, and its main scheduler at `default_queue_depth`, 100;
+  a pass here starts and reserves as the backfill does, so it takes the backfill's depth). A job
+  blocked by a limit counts as tested, as in slurmctld; a job below the depth keeps the reason of
+  the last pass that reached it ("None" if none did yet), as squeue shows it.
 Job ids are handed out at submission, in submission order, as slurmctld does.
 """
 
@@ -17,7 +22,8 @@ from __future__ import annotations
 
 import heapq
 import itertools
-from collections.abc import Iterable
+from bisect import bisect_left, insort
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, replace
 
 from simulator.fleet import (
@@ -39,6 +45,7 @@ _CHECKPOINT_S = 1800  # a requeued checkpointing job loses up to this much progr
 _CHECKPOINTED = frozenset({"train", "bigrun", "urgent", "finetune", "scavenger"})
 _CHAIN_GOES_ON = frozenset({"COMPLETED", "TIMEOUT"})
 RESERVE_MIN_PRIORITY = QOS_PRIORITY["high"]
+BF_MAX_JOB_TEST = 500  # slurm.conf SchedulerParameters bf_max_job_test, its default
 
 
 def _capped(spec: JobSpec) -> bool:
@@ -46,9 +53,62 @@ def _capped(spec: JobSpec) -> bool:
     return spec.partition not in ("interactive", "infer") and spec.nodelist is None and spec.qos != "low"
 
 
+def base_priority(spec: JobSpec) -> int:
+    return QOS_PRIORITY[spec.qos] + PARTITION_PRIORITY[spec.partition]
+
+
+def _age(t: int, submit_s: int) -> int:
+    return min(AGE_PRIORITY_MAX, AGE_PRIORITY_PER_HOUR * max(0, t - submit_s) // 3600)
+
+
 def priority(run: Run, t: int) -> int:
-    age = min(AGE_PRIORITY_MAX, AGE_PRIORITY_PER_HOUR * max(0, t - run.submit_s) // 3600)
-    return QOS_PRIORITY[run.spec.qos] + PARTITION_PRIORITY[run.spec.partition] + age
+    return base_priority(run.spec) + _age(t, run.submit_s)
+
+
+class PendingQueue:
+    """Pending runs, able to give the first n in priority order without sorting them all.
+
+    The age term grows with time since submission, so among runs of the same QOS and partition
+    weights the earlier submission never ranks lower: each such group kept sorted by (submit,
+    job id) is already in priority order, and a pass merges the few groups lazily.
+    """
+
+    def __init__(self) -> None:
+        self._by_id: dict[int, Run] = {}  # by id(run): insertion-ordered, O(1) membership
+        self._groups: dict[int, list[tuple[int, int, Run]]] = {}
+
+    def __len__(self) -> int:
+        return len(self._by_id)
+
+    def __contains__(self, run: Run) -> bool:
+        return id(run) in self._by_id
+
+    def values(self) -> Iterable[Run]:
+        return self._by_id.values()
+
+    def add(self, run: Run) -> None:
+        self._by_id[id(run)] = run
+        group = self._groups.setdefault(base_priority(run.spec), [])
+        entry = (run.submit_s, run.job_id, run)
+        if not group or group[-1][:2] < entry[:2]:
+            group.append(entry)
+        else:
+            insort(group, entry)
+
+    def remove(self, run: Run) -> None:
+        del self._by_id[id(run)]
+        group = self._groups[base_priority(run.spec)]
+        del group[bisect_left(group, (run.submit_s, run.job_id))]
+
+    def first(self, t: int, n: int | None) -> list[Run]:
+        """The first `n` (all when None) pending runs by (-priority at t, submit, job id)."""
+
+        def keyed(base: int, group: list[tuple[int, int, Run]]) -> Iterator[tuple[int, int, int, Run]]:
+            for submit_s, job_id, run in group:
+                yield -(base + _age(t, submit_s)), submit_s, job_id, run
+
+        merged = heapq.merge(*(keyed(b, g) for b, g in self._groups.items() if g))
+        return [entry[3] for entry in itertools.islice(merged, n)]
 
 
 @dataclass(frozen=True)
@@ -67,8 +127,11 @@ class Scheduler:
         first_id: int,
         batch_cap: int | None,
         snapshots: tuple[int, int] | None = None,
+        *,
+        queue_depth: int | None = BF_MAX_JOB_TEST,
     ) -> None:
         self.cluster = cluster
+        self.queue_depth = queue_depth  # None: every pending job, each pass
         # (first, every): record the pending jobs at these times, as they stood after the last pass
         self._snap_next, self._snap_every = snapshots if snapshots is not None else (until_s, 1)
         self.snapshots: list[PendingSnapshot] = []
@@ -79,7 +142,7 @@ class Scheduler:
         # Partition QOS GrpTRES: the batch-like partitions together leave `headroom` GPUs to notebooks.
         self.batch_cap = batch_cap
         self.batch_held = 0
-        self.pending: dict[int, Run] = {}  # by id(run): insertion-ordered, O(1) removal
+        self.pending = PendingQueue()
         self.preempting = 0  # pending runs that may preempt: a pass may act even with no GPU free
         self.runs: list[Run] = []
         self._heap: list[tuple[int, int, int, object]] = []
@@ -144,8 +207,8 @@ class Scheduler:
                 self.push(t + payload.patience_s, _CANCEL, run)
         elif kind == _CANCEL:
             assert isinstance(payload, Run)
-            if id(payload) in self.pending:  # scancel of a job that is still pending
-                del self.pending[id(payload)]
+            if payload in self.pending:  # scancel of a job that is still pending
+                self.pending.remove(payload)
                 if payload.spec.preempts:
                     self.preempting -= 1
                 payload.end_s = t
@@ -188,7 +251,7 @@ class Scheduler:
 
     def _enqueue(self, run: Run) -> None:
         self.runs.append(run)
-        self.pending[id(run)] = run
+        self.pending.add(run)
         if run.spec.preempts:
             self.preempting += 1
 
@@ -215,7 +278,7 @@ class Scheduler:
             self.batch_held += run.spec.gpus
         run.planned_end_s = t + max(1, run.remaining_s)
         self.push(run.planned_end_s, _END, run)
-        del self.pending[id(run)]
+        self.pending.remove(run)
         if run.spec.preempts:
             self.preempting -= 1
 
@@ -243,8 +306,7 @@ class Scheduler:
             return
         if not self.hosts.free_up() and not self.preempting:
             return
-        order = sorted(self.pending.values(), key=lambda r: (-priority(r, t), r.submit_s, r.job_id))
-        PassState(self, t).walk(order)
+        PassState(self, t).walk(self.pending.first(t, self.queue_depth))
 
 
 class PassState:
@@ -428,6 +490,7 @@ def schedule(
     first_id: int,
     batch_cap: int | None,
     fillers: Iterable[Filler] = (),
+    queue_depth: int | None = BF_MAX_JOB_TEST,
 ) -> list[Run]:
     """All runs (sacct records) of `specs` up to `until_s`, in the order they were created."""
-    return Scheduler(cluster, until_s, first_id, batch_cap).run(specs, failures, fillers)
+    return Scheduler(cluster, until_s, first_id, batch_cap, queue_depth=queue_depth).run(specs, failures, fillers)

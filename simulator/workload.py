@@ -64,6 +64,8 @@ class Stream:
     sigma: float
     weekend: float = 0.5
     burst: tuple[int, int] | None = None
+    # Whole-node jobs from `min_nodes` up to the cluster (`sizes` unused): see `scale_out_sizes`.
+    min_nodes: int | None = None
 
 
 # fmt: off
@@ -85,6 +87,9 @@ WEST = (
     Stream("general", "general", "normal", (("speech", 0.5), ("research", 0.3), ("platform", 0.2)), 6,
            ((1, 0.8), (2, 0.2)), 30, 1.5),
     Stream("batch", "batch", "normal", (("platform", 1.0),), 1.0, ((1, 0.5), (2, 0.5)), 45, 0.8),
+    # Distributed runs across whole nodes (scaling tests, short multi-node training); the long ones are chains.
+    Stream("bigrun", "train", "high", (("nlp", 0.5), ("speech", 0.25), ("research", 0.25)), 0.15, (), 60, 0.8,
+           0.3, min_nodes=2),
 )
 # Chained long runs: (account, smallest size in GPUs, share of the cluster's GPUs, stage limit minutes).
 WEST_CHAINS = (("vision", 8, 0.5, 10 * 24 * 60),)
@@ -108,6 +113,7 @@ EAST = (
 EAST_CHAINS = (("nlp", 4, 0.125, 10 * 24 * 60),)
 # Multi-node chains take 2-16 whole nodes, at most a quarter of the cluster each.
 CHAIN_SIZES = (128, 64, 32, 16)
+MAX_JOB_NODES = 16  # the issue's 2-16 nodes; the traces' largest jobs are 128-2,048 GPUs
 # Users who cancel a job that is still pending: share of jobs, median patience (s), sigma.
 PATIENCE = {"notebook": (1.0, 15 * 60, 0.5), "notebook_idle": (1.0, 15 * 60, 0.5)}
 DEFAULT_PATIENCE = (0.35, 3 * HOUR_S, 1.0)
@@ -251,7 +257,10 @@ def stream_jobs(cluster: Cluster, plan: Plan, streams: tuple[Stream, ...], free_
         for i, t in enumerate(times):
             if burst_of is None or i == 0 or burst_of[i] != burst_of[i - 1]:
                 account = stream.accounts[_pick(rng, stream.accounts)][0]
-            gpus = stream.sizes[_pick(rng, stream.sizes)][0]
+            mix = stream.sizes if stream.min_nodes is None else scale_out_sizes(cluster, account, stream.min_nodes)
+            if not mix:
+                continue
+            gpus = mix[_pick(rng, mix)][0]
             if gpus > cluster.gpus:
                 continue
             work = int(stream.median_min * 60 * math.exp(stream.sigma * rng.standard_normal())) + 5
@@ -282,6 +291,16 @@ def stream_jobs(cluster: Cluster, plan: Plan, streams: tuple[Stream, ...], free_
                 )
             )
     return specs
+
+
+def scale_out_sizes(cluster: Cluster, account: str, min_nodes: int) -> tuple[tuple[int, float], ...]:
+    """Whole-node sizes of a distributed run and their weights: `min_nodes` up to every node of the
+    cluster (at most MAX_JOB_NODES), as far as the account's GrpTRES lets one job go (a larger job
+    would pend on AssocGrpGRES for ever), n nodes with weight 1/n: the traces' job counts fall off
+    with the GPU count, yet their largest jobs take 42-98% of a cluster (Acme 1,024 GPUs of 2,288
+    and 2,416, Helios 2,048 in clusters of 2,080-2,119 [A])."""
+    most = min(MAX_JOB_NODES, len(cluster.hosts), cluster.account_limit(account) // GPUS_PER_NODE)
+    return tuple((n * GPUS_PER_NODE, 1 / n) for n in range(min_nodes, most + 1))
 
 
 def chain_sizes(cluster: Cluster, share: float, smallest: int) -> list[int]:

@@ -268,16 +268,16 @@ def sacct_pieces(runs: Iterable[Run], cluster: Cluster, lo: int, hi: int, as_of_
     empty_tail = "[]\n}"
     assert head.endswith(empty_tail)
     if not chosen:
-        yield _json_c(head) + "\n"
+        yield json_c(head) + "\n"
         return
-    yield _json_c(head[: -len(empty_tail)]) + "[\n"
+    yield json_c(head[: -len(empty_tail)]) + "[\n"
     for i, r in enumerate(chosen):
         record = json.dumps(sacct_record(r, cluster, as_of_s), indent=2)
-        yield ("" if i == 0 else ",\n") + _json_c("    " + record.replace("\n", "\n    "))
+        yield ("" if i == 0 else ",\n") + json_c("    " + record.replace("\n", "\n    "))
     yield "\n  ]\n}\n"
 
 
-def _json_c(text: str) -> str:
+def json_c(text: str) -> str:
     """json-c (which slurm uses) escapes forward slashes."""
     return text.replace("/", "\\/")
 

@@ -1,10 +1,11 @@
 """Slurm's other views of the same month: `squeue --json -t PENDING` snapshots and `sacct -P` dumps.
 
-Written only when `simulate(..., slurm_extras=True)`: GPU Steward's file import reads neither yet
-(reading them is issue 19's), and an import of a folder stops at a file it cannot read.
+Written by default (`simulate(..., slurm_extras=False)` leaves them out), so the demo month goes
+through the product's `sacct -P` and `squeue --json` file readers as well as its `sacct --json` one.
 
-- `slurm/<cluster>/squeue-<day>.jsonl.gz`: one `squeue --json -t PENDING` document per line, every
-  10 minutes, as a cron job appending `squeue --json -t PENDING | jq -c .` would keep them. The
+- `slurm/<cluster>/squeue-<day>.json.gz`: a `squeue --json -t PENDING` answer every 10 minutes, one
+  after the other as squeue prints them (2-space indents, json-c's escaped slashes), as a cron job
+  appending `squeue --json -t PENDING >> squeue-$(date -u +%F).json` keeps them. The
   job records carry a subset of Slurm 23.11's (data_parser v0.0.40) 130 job fields, in the order
   of the real slurmrestd 23.11 job record (fixture slurmrestd-23.11-v0.0.40/slurm-job-pending.json):
   the ones that say who waits, for what and why (`state_reason`: Priority, Resources,
@@ -26,7 +27,15 @@ from typing import Any
 from simulator.fleet import GPUS_PER_NODE, Cluster, hostlist
 from simulator.jobs import Run
 from simulator.scheduler import PendingSnapshot
-from simulator.write_slurm import CPUS_PER_GPU, MEM_MB_PER_GPU, META, association_id, record_exit, records_in
+from simulator.write_slurm import (
+    CPUS_PER_GPU,
+    MEM_MB_PER_GPU,
+    META,
+    association_id,
+    json_c,
+    record_exit,
+    records_in,
+)
 
 SACCT_FIELDS = (
     "JobID",
@@ -94,8 +103,8 @@ def squeue_job(run: Run, reason: str, priority: int, cluster: Cluster) -> dict[s
     }
 
 
-def squeue_lines(snapshots: Iterable[PendingSnapshot], cluster: Cluster) -> Iterator[str]:
-    """One compact `squeue --json -t PENDING` document per snapshot, a line each."""
+def squeue_answers(snapshots: Iterable[PendingSnapshot], cluster: Cluster) -> Iterator[str]:
+    """One `squeue --json -t PENDING` answer per snapshot, as squeue prints it, one after the other."""
     for snap in snapshots:
         slurm: dict[str, Any] = dict(META["slurm"])
         meta: dict[str, Any] = {**META, "command": ["squeue", "--json", "-t", "PENDING"]}
@@ -108,7 +117,7 @@ def squeue_lines(snapshots: Iterable[PendingSnapshot], cluster: Cluster) -> Iter
             "errors": [],
             "warnings": [],
         }
-        yield json.dumps(doc, separators=(",", ":")) + "\n"
+        yield json_c(json.dumps(doc, indent=2)) + "\n"
 
 
 def _when(t: int | None) -> str:

@@ -40,8 +40,11 @@ def priority(run: Run, t: int) -> int:
 
 
 class Scheduler:
-    def __init__(self, cluster: Cluster, until_s: int, first_id: int, batch_cap: int | None) -> None:
+    def __init__(
+        self, cluster: Cluster, until_s: int, first_id: int, batch_cap: int | None, queue_depth: int | None
+    ) -> None:
         self.cluster = cluster
+        self.queue_depth = queue_depth
         self.until_s = until_s
         n = len(cluster.hosts)
         self.free: list[list[int]] = [list(range(GPUS_PER_NODE)) for _ in range(n)]
@@ -250,7 +253,8 @@ class Scheduler:
             r.spec.preempts for r in self.pending
         ):
             return
-        order = sorted(self.pending, key=lambda r: (-priority(r, t), r.submit_s, r.job_id))
+        # Only the first `queue_depth` jobs are tested (bf_max_job_test); the others keep their reason.
+        order = sorted(self.pending, key=lambda r: (-priority(r, t), r.submit_s, r.job_id))[: self.queue_depth]
         # host -> [reserved from, GPUs that will be free then beyond what the reservation needs]
         reserved: dict[int, list[int]] = {}
         blocked = False
@@ -306,6 +310,7 @@ def schedule(
     first_id: int,
     batch_cap: int | None,
     fillers: Iterable[Filler] = (),
+    queue_depth: int | None = None,
 ) -> list[Run]:
     """All runs (sacct records) of `specs` up to `until_s`, in the order they were created."""
-    return Scheduler(cluster, until_s, first_id, batch_cap).run(specs, failures, fillers)
+    return Scheduler(cluster, until_s, first_id, batch_cap, queue_depth).run(specs, failures, fillers)

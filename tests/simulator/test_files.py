@@ -15,6 +15,8 @@ import pytest
 
 import simulator.run
 from simulator import Manifest, simulate
+from simulator.fleet import build_fleet
+from simulator.workload import scale_out_sizes
 from tests.simulator.helpers import epoch, expand_hostlist, gpus_of, sacct_jobs
 
 DATA = Path(__file__).resolve().parents[1] / "data" / "scheduler"
@@ -67,6 +69,8 @@ def test_files_follow_the_documented_layout(short_run: tuple[Path, Manifest]) ->
     expected |= {f"vllm/east/{d}.om.gz" for d in days}
     expected |= {f"slurm/{c}/sacct-2026-10.json.gz" for c in ("east", "west")}
     expected |= {f"slurm/{c}/assoc-{t}.txt" for c in ("east", "west") for t in ("20261001T000000Z", "20261004T000000Z")}
+    expected |= {f"slurm/{c}/sacct-2026-10.txt.gz" for c in ("east", "west")}  # `sacct -P`
+    expected |= {f"slurm/{c}/squeue-{d}.json.gz" for c in ("east", "west") for d in days}  # pending snapshots
     on_disk = {p.relative_to(out).as_posix() for p in out.rglob("*") if p.is_file()} - {"manifest.json"}
     assert on_disk == expected
     assert set(manifest.files) == expected
@@ -94,7 +98,7 @@ def test_manifest_round_trips_and_describes_the_fleet(short_run: tuple[Path, Man
 
 def test_a_range_over_a_month_end_writes_one_sacct_file_per_month(tmp_path: Path) -> None:
     manifest = simulate(tmp_path, date(2026, 10, 31), 2, 3, nodes=2)
-    sacct = sorted(f for f in manifest.files if "sacct" in f)
+    sacct = sorted(f for f in manifest.files if "sacct" in f and f.endswith(".json.gz"))
     assert sacct == [
         "slurm/east/sacct-2026-10.json.gz",
         "slurm/east/sacct-2026-11.json.gz",
@@ -184,6 +188,36 @@ def test_multi_node_jobs_span_whole_nodes(month_runs: list[dict[str, Any]]) -> N
         assert job["steps"][0]["nodes"]["list"] == hosts
 
 
+def test_distributed_runs_go_up_to_the_largest_job_the_accounts_limit_lets_start(
+    month_runs: list[dict[str, Any]],
+) -> None:
+    """West has 4 nodes (32 GPUs); nlp's GrpTRES is 24 of them, vision's 28: a 4-node job would pend on
+    AssocGrpGRES for ever, so the largest job asks for 3 nodes; 2-node runs start beside the 2-node chain."""
+    west = [j for j in month_runs if j["cluster"] == "west" and "chain" not in (j["comment"]["job"] or "")]
+
+    def asked(job: dict[str, Any]) -> int:
+        return sum(t["count"] for t in job["tres"]["requested"] if t["type"] == "gres" and t["name"] == "gpu")
+
+    assert max(asked(j) for j in west) == 24
+    assert {j["account"] for j in west if asked(j) == 24} <= {"nlp"}
+    ran = [j for j in west if j["time"]["start"] and j["allocation_nodes"] > 1]
+    assert ran
+    assert all(j["qos"] == "high" and gpus_of(j) == 8 * j["allocation_nodes"] for j in ran)
+
+
+@pytest.mark.parametrize(("nodes", "account", "largest"), [(8, "nlp", 24), (8, "speech", 16), (8, "vision", 24),
+                                                            (1250, "nlp", 128), (4, "nlp", None)])
+def test_distributed_sizes_are_whole_nodes_up_to_the_cluster_and_the_limit(
+    nodes: int, account: str, largest: int | None
+) -> None:
+    west = build_fleet(nodes).cluster("west")
+    sizes = scale_out_sizes(west, account, 2)
+    assert (max(s for s, _ in sizes) if sizes else None) == largest
+    assert all(s % 8 == 0 for s, _ in sizes)
+    weights = [w for _, w in sizes]
+    assert weights == sorted(weights, reverse=True)  # n nodes with weight 1/n
+
+
 def test_eval_sweeps_are_job_arrays(month_runs: list[dict[str, Any]]) -> None:
     tasks: dict[int, list[dict[str, Any]]] = {}
     for job in month_runs:
@@ -191,6 +225,8 @@ def test_eval_sweeps_are_job_arrays(month_runs: list[dict[str, Any]]) -> None:
             tasks.setdefault(job["array"]["job_id"], []).append(job)
     assert len(tasks) >= 20
     for array_id, members in tasks.items():
+        if min(j["time"]["submission"] for j in members) < epoch(date(2026, 10, 1)):
+            continue  # submitted before the month: its first task may have ended before it too
         first = [j for j in members if j["array"]["task_id"]["number"] == 0 and j["job_id"] == array_id]
         assert first, array_id  # the array's id is its first task's
         assert len({j["time"]["submission"] for j in members if j["array"]["task_id"]["number"] == 0}) >= 1

@@ -13,7 +13,7 @@ from hypothesis import strategies as st
 from simulator import Manifest
 from simulator.fleet import Cluster, build_fleet, hostlist
 from simulator.jobs import JobSpec
-from simulator.scheduler import schedule
+from simulator.scheduler import Scheduler, schedule
 from simulator.workload import PREEMPTS
 from tests.simulator.helpers import sacct_jobs
 
@@ -127,3 +127,24 @@ def test_hostlists_compress_like_slurm() -> None:
     assert hostlist(["east-gpu-01", "east-gpu-02"]) == "east-gpu-[01-02]"
     assert hostlist(["west-gpu-04", "west-gpu-01", "west-gpu-02"]) == "west-gpu-[01-02,04]"
     assert hostlist([]) == ""
+
+
+def test_a_pass_tests_only_the_queue_depth_the_rest_keep_their_reason() -> None:
+    """bf_max_job_test: with a depth of 1 the 1-GPU job behind a blocked 16-GPU job is never tested
+    while that one waits (reason "None", as squeue shows a job no pass reached); with no depth it
+    backfills at once."""
+    three = Cluster("test", ("t-gpu-01", "t-gpu-02", "t-gpu-03"), ())
+    base: dict[str, int | str] = {"qos": "normal", "partition": "train", "account": "nlp", "limit_h": 2}
+    holder = _spec(0, {**base, "account": "vision", "gpus": 16, "submit": 0, "run": 3600})
+    blocked = _spec(1, {**base, "gpus": 16, "submit": 10, "run": 600})
+    small = _spec(2, {**base, "gpus": 1, "submit": 20, "run": 600})
+    shallow = Scheduler(three, DAY, 1, None, (300, 3600), queue_depth=1)
+    got = {r.spec.key: r for r in shallow.run([holder, blocked, small], [])}
+    deep = {r.spec.key: r for r in schedule(three, [holder, blocked, small], [], until_s=DAY, first_id=1,
+                                             batch_cap=None, queue_depth=None)}
+    assert deep[2].start_s == 20
+    assert got[1].start_s == deep[1].start_s == 3600
+    assert got[2].start_s == 4200  # first tested when the 16-GPU job had started and ended
+    at_300 = shallow.snapshots[0]
+    assert at_300.at_s == 300
+    assert [(r.spec.key, reason) for r, reason, _ in at_300.jobs] == [(1, "Resources"), (2, "None")]

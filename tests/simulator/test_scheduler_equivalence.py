@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from datetime import date
 
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -11,7 +12,7 @@ from simulator.fleet import Cluster, build_fleet
 from simulator.inference import place_replicas
 from simulator.jobs import Filler, JobSpec, Run
 from simulator.plan import NodeFailure, make_plan
-from simulator.scheduler import schedule
+from simulator.scheduler import BF_MAX_JOB_TEST, schedule
 from simulator.workload import PREEMPTS, batch_cap, cluster_jobs, first_job_id
 from tests.simulator import reference_scheduler
 
@@ -79,13 +80,15 @@ def _spec(i: int, j: dict[str, object]) -> JobSpec:
     st.lists(failure, max_size=3),
     st.sampled_from([None, 10, 30]),
     st.booleans(),
+    st.sampled_from([None, 1, 3, 8, 500]),
 )
-def test_random_workloads_schedule_exactly_as_the_reference(
+def test_random_workloads_schedule_exactly_as_the_reference(  # noqa: PLR0917 - hypothesis draws
     n_hosts: int,
     jobs: list[dict[str, object]],
     failures: list[tuple[int, int, int]],
     cap: int | None,
     grab: bool,
+    depth: int | None,
 ) -> None:
     hosts = tuple(f"t-gpu-{i:02d}" for i in range(1, n_hosts + 1))
     cluster = Cluster("test", hosts, hosts[:2])
@@ -96,9 +99,11 @@ def test_random_workloads_schedule_exactly_as_the_reference(
     if grab:
         template = _spec(99_000, {**jobs[0], "qos": "low", "gpus": 1, "pin": None, "chain": False})
         fillers = (Filler(template, DAY // 2, DAY // 2 + 3600, 600, DAY // 2 + 7200),)
-    got = schedule(cluster, specs, fails, until_s=2 * DAY, first_id=100, batch_cap=cap, fillers=fillers)
+    got = schedule(
+        cluster, specs, fails, until_s=2 * DAY, first_id=100, batch_cap=cap, fillers=fillers, queue_depth=depth
+    )
     want = reference_scheduler.schedule(
-        cluster, specs, fails, until_s=2 * DAY, first_id=100, batch_cap=cap, fillers=fillers
+        cluster, specs, fails, until_s=2 * DAY, first_id=100, batch_cap=cap, fillers=fillers, queue_depth=depth
     )
     assert _records(got) == _records(want)
 
@@ -108,7 +113,8 @@ def _pin_within(spec: JobSpec, n_hosts: int) -> JobSpec:
     return JobSpec(**{**spec.__dict__, "nodelist": tuple(h % n_hosts for h in spec.nodelist)})
 
 
-def test_the_generated_workload_schedules_exactly_as_the_reference() -> None:
+@pytest.mark.parametrize("depth", [BF_MAX_JOB_TEST, 40])
+def test_the_generated_workload_schedules_exactly_as_the_reference(depth: int) -> None:
     fleet = build_fleet(24)
     plan = make_plan(fleet, date(2026, 10, 1), 2, 3)
     for c in fleet.clusters:
@@ -116,8 +122,10 @@ def test_the_generated_workload_schedules_exactly_as_the_reference() -> None:
         specs, fillers = cluster_jobs(c, plan, replicas)
         failures = [f for f in plan.failures if f.cluster == c.name]
         first, cap = first_job_id(c, 3), batch_cap(c, replicas)
-        got = schedule(c, specs, failures, until_s=plan.end_s, first_id=first, batch_cap=cap, fillers=fillers)
+        got = schedule(
+            c, specs, failures, until_s=plan.end_s, first_id=first, batch_cap=cap, fillers=fillers, queue_depth=depth
+        )
         want = reference_scheduler.schedule(
-            c, specs, failures, until_s=plan.end_s, first_id=first, batch_cap=cap, fillers=fillers
+            c, specs, failures, until_s=plan.end_s, first_id=first, batch_cap=cap, fillers=fillers, queue_depth=depth
         )
         assert _records(got) == _records(want)

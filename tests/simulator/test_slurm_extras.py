@@ -1,4 +1,4 @@
-"""The opt-in Slurm views: pending-job snapshots (`squeue --json -t PENDING`) and `sacct -P` dumps."""
+"""Slurm's other views, written by default: pending-job snapshots (`squeue --json -t PENDING`) and `sacct -P` dumps."""
 
 from __future__ import annotations
 
@@ -20,20 +20,30 @@ from tests.simulator.helpers import sacct_jobs
 
 
 @pytest.fixture(scope="module")
-def extras(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Manifest]:
-    out = tmp_path_factory.mktemp("extras")
-    return out, simulate(out, START, 3, 11, nodes=6, slurm_extras=True)
+def extras(short_run: tuple[Path, Manifest]) -> tuple[Path, Manifest]:
+    """The shared short run: the default fleet writes the extras."""
+    return short_run
 
 
 def _snapshots(out: Path, cluster: str) -> list[dict[str, Any]]:
     docs = []
-    for path in sorted((out / "slurm" / cluster).glob("squeue-*.jsonl.gz")):
-        docs += [json.loads(line) for line in gzip.decompress(path.read_bytes()).decode().splitlines()]
+    decoder = json.JSONDecoder()
+    for path in sorted((out / "slurm" / cluster).glob("squeue-*.json.gz")):
+        text = gzip.decompress(path.read_bytes()).decode()
+        assert text.startswith('{\n  "jobs": [')  # as squeue prints it, json-c's escaped slashes too
+        assert '"data_parser\\/v0.0.40"' in text
+        at = 0
+        while at < len(text.rstrip()):
+            doc, at = decoder.raw_decode(text, at)
+            docs.append(doc)
+            at += 1  # the newline after each answer
     return docs
 
 
-def test_extras_are_only_written_when_asked(short_run: tuple[Path, Manifest]) -> None:
-    out, manifest = short_run
+def test_extras_are_left_out_when_asked(tmp_path: Path) -> None:
+    manifest = simulate(tmp_path, START, 1, 11, nodes=2, slurm_extras=False)
+    out = tmp_path
+    assert (out / "slurm" / "east" / "sacct-2026-10.json.gz").exists()
     assert not list(out.glob("slurm/*/squeue-*"))
     assert not list(out.glob("slurm/*/sacct-*.txt.gz"))
     assert not [f for f in manifest.files if "squeue" in f]
@@ -41,7 +51,7 @@ def test_extras_are_only_written_when_asked(short_run: tuple[Path, Manifest]) ->
 
 def test_pending_snapshots_every_ten_minutes_carry_slurms_reasons(extras: tuple[Path, Manifest]) -> None:
     out, manifest = extras
-    assert "slurm/west/squeue-2026-10-01.jsonl.gz" in manifest.files
+    assert "slurm/west/squeue-2026-10-01.json.gz" in manifest.files
     reasons: Counter[str] = Counter()
     for cluster in ("east", "west"):
         docs = _snapshots(out, cluster)
@@ -82,7 +92,7 @@ def test_sacct_p_dump_holds_the_json_records_with_their_exit_codes(extras: tuple
                 assert row["JobID"] == f"{job['array']['job_id']}_{job['array']['task_id']['number']}"
             else:
                 assert row["JobID"] == str(job["job_id"])
-        # the product's own reader of `sacct -P` exit codes takes them (0:9 -> 137, as a shell reports it)
+        # the product's own reader of `sacct -P` exit codes takes them (0:9 -> signal 9, no return code)
         triples = [f"{r['JobIDRaw']}|{r['Submit']}|{r['ExitCode']}" for r in rows]
         codes = exit_codes(triples, source="dump")
         assert len(codes) == len({(r["JobIDRaw"], r["Submit"]) for r in rows})
