@@ -27,13 +27,14 @@ from collectors.slurm.shapes import _epoch, pending_jobs
 from gpusteward import tables
 from gpusteward.errors import InputError
 
-_LIVE_JOB = re.compile(r'"job_state"\s*:')
+_LIVE_JOB = re.compile(r'"(?:job_state|last_backfill)"\s*:')
 
 
 def is_live_jobs(head: str) -> bool:
     """Whether JSON text is slurmctld's view of jobs (squeue, slurmrestd `/jobs`), not sacct's.
 
-    slurmctld's job records carry `job_state`; slurmdbd's (sacct) carry a `state` object instead."""
+    slurmctld's job records carry `job_state` (slurmdbd's, sacct's, a `state` object instead), and
+    its answers from 23.02 on a top-level `last_backfill`, which an answer with no job still has."""
     return _LIVE_JOB.search(head) is not None
 
 

@@ -74,6 +74,16 @@ def test_answers_appended_one_after_another_are_one_snapshot_each(tmp_path: Path
     ]
 
 
+def test_answers_with_no_pending_job_first_are_still_squeue(tmp_path: Path) -> None:
+    """A quiet night: the first answers of the day hold no job; `last_backfill` still says squeue."""
+    doc = json.loads(JOBS_2311.read_text())
+    empty = {**doc, "jobs": []}
+    path = tmp_path / "squeue-2024-11-19.json"
+    path.write_text("".join(json.dumps(d, indent=2) + "\n" for d in [empty] * 400 + [doc]))
+    assert detect_kind(path) == "squeue"
+    assert read_file(path).frames["pending_jobs"].height == 22
+
+
 def test_a_broken_answer_is_named_by_its_line(tmp_path: Path) -> None:
     path = tmp_path / "squeue-2024-11-19.json"
     good = JOBS_2311.read_text().rstrip("\n")
