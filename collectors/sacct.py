@@ -6,9 +6,11 @@ or `{"set", "infinite", "number"}`.
 
 Choices: times of 0 are unknown (null), and so is Slurm's reason "None"; `state.reason` is kept: in
 22.05 it is the last reason the job waited (AssocGrpGRES, QOSGrpGRES, Priority, Resources...), even
-after it ran. `exit_code` is null when
-the output comes from Slurm 22.05, whose JSON reports 0 for every job (a known bug: the database
-and `sacct -P` hold the real code).
+after it ran. Exit codes follow sacct's ExitCode `return code:signal` (`exit_status`): the JSON's
+`exit_code.return_code` and `exit_code.signal.id` (23.02 on) are stored apart, a job a signal
+ended with no return code (Slurm leaves `return_code` unset for it, and `sacct -P` prints `0:9`),
+so both dumps of one job store the same. Both are null when the output comes from Slurm 22.05,
+whose JSON reports 0 for every job (a known bug: the database and `sacct -P` hold the real code).
 GPUs are the `gres/gpu` TRES (allocated and requested); a typed entry such as `gres/gpu:h100`
 gives `gpu_type`. Events are rebuilt from each record: `submit`, `start` and `end` (with the final
 state), `preempt` for a PREEMPTED record, and `requeue` for a record that a later record of the
@@ -30,6 +32,7 @@ from __future__ import annotations
 
 import json
 import math
+import re
 from collections.abc import Mapping, Sequence
 from datetime import UTC, datetime
 from typing import Any
@@ -173,11 +176,9 @@ def _job(job: Any, misreports_exit: bool) -> dict[str, Any]:
     allocated, gpu_type = _field("tres.allocated", _gpus, tres.get("allocated") or [])
     if gpu_type is None:
         gpu_type = _field("tres.requested", _gpus, tres.get("requested") or [])[1]
-    exit_code = None
+    exit_code, exit_signal = None, None
     if not misreports_exit:
-        exit_code = _field("exit_code", _number, (_field("exit_code", _table, job, "exit_code")).get("return_code"))
-    if exit_code is not None and not -(2**31) <= exit_code < 2**31:
-        raise BadFieldError("exit_code", f"{exit_code} out of range")
+        exit_code, exit_signal = _field("exit_code", _json_exit, _field("exit_code", _table, job, "exit_code"))
     nodes = _field("nodes", _text, job, "nodes")
     ran = bool(nodes and nodes != "None assigned") or bool(tres.get("allocated"))
     array_job = _field("array.job_id", _number, array.get("job_id"))
@@ -206,7 +207,39 @@ def _job(job: Any, misreports_exit: bool) -> dict[str, Any]:
         "comment": _comment(job.get("comment")),
         "array_job_id": array_job or None,
         "array_task_id": _field("array.task_id", _number, array.get("task_id")) if array_job else None,
+        "exit_signal": exit_signal,
     }
+
+
+_EXIT_TEXT = re.compile(r"(\d{1,3}):(\d{1,3})", re.ASCII)
+
+
+def exit_status(return_code: int | None, signal: int | None) -> tuple[int | None, int | None]:
+    """(return code, signal) as stored: a signal that ended the job leaves no return code (a shell
+    would report 128 + signal, but Slurm records the signal itself: `0:9`, not `137:0`)."""
+    if signal:
+        if not 0 < signal < 128:
+            raise ValueError(f"signal {signal} out of range")
+        return None, signal
+    if return_code is not None and not 0 <= return_code < 2**31:
+        raise ValueError(f"return code {return_code} out of range")
+    return return_code, None
+
+
+def exit_text(text: str) -> tuple[int | None, int | None]:
+    """(return code, signal) from sacct's ExitCode `code:signal` (`0:9` -> (None, 9), `1:0` -> (1, None))."""
+    m = _EXIT_TEXT.fullmatch(text)
+    if m is None or int(m.group(1)) > 255:
+        raise ValueError(f"{text[:40]!r} is not code:signal")
+    return exit_status(int(m.group(1)), int(m.group(2)))
+
+
+def _json_exit(value: Mapping[str, Any]) -> tuple[int | None, int | None]:
+    """The JSON's `exit_code`: {status, return_code, signal: {id, name}} (23.02 on), or {status,
+    return_code} with a plain int (21.08 and 22.05: no signal)."""
+    signal = value.get("signal")
+    sig = _number(signal.get("id", signal.get("signal_id"))) if isinstance(signal, Mapping) else None
+    return exit_status(_number(value.get("return_code")), sig)
 
 
 def _job_id(value: Any) -> int:

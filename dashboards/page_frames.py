@@ -12,6 +12,7 @@ from dashboards.view import View
 from reports.context import indicator_bound, indicator_kind
 from reports.model import Quantity
 from reports.plan_text import render
+from sla.idle import idle_by_submission
 
 
 def _value(tx: Texts, indicator: str, value: object) -> str:
@@ -157,15 +158,17 @@ def idle_teams(view: View) -> pl.DataFrame | None:
 
 
 def idle_jobs(view: View, limit: int = 20) -> pl.DataFrame | None:
-    """The jobs holding idle GPUs longest (idle-held first): who to ask to release them."""
-    idle = view.outputs.idle.filter((pl.col("idle_held_minutes") + pl.col("idle_minutes")) > 0)
+    """The jobs holding idle GPUs longest (idle-held first): who to ask to release them. An array's
+    tasks are one row, named as Slurm names them (`123_[1-3]`; a lone task `123_4`)."""
+    idle = idle_by_submission(view.outputs.idle).filter(pl.col("wasted") > 0)
     if idle.is_empty():
         return None
     tx = view.tx
-    top = idle.sort(["idle_held_minutes", "idle_minutes", "job_id"], descending=[True, True, False]).head(limit)
+    top = idle.sort(["idle_held_minutes", "idle_minutes", "job"], descending=[True, True, False]).head(limit)
     return pl.DataFrame({
         tx("col.cluster"): top["cluster"],
-        tx("col.job"): top["job_id"],
+        tx("col.job"): top["job"],
+        tx("col.tasks"): top["tasks"],
         tx("col.team"): [view.team_name(t) for t in top["team"].to_list()],
         tx("col.scenario"): [tx.fmt.term("scenario", s) for s in top["scenario"].to_list()],
         tx("col.idle_held"): (top["idle_held_minutes"] / 60).round(1),

@@ -57,7 +57,10 @@ JOBS = schema(
         "end_time": TS,
         "state": pl.Utf8,  # sacct state string, e.g. COMPLETED, PREEMPTED, REQUEUED
         "reason": pl.Utf8,
-        "exit_code": pl.Int32,  # null when the source is known to misreport it (22.05 JSON)
+        # sacct's ExitCode `return code:signal`, kept apart: a job a signal ended has no return code
+        # (`0:9` -> null, signal 9; `137:0` is a script that exited 137 -> 137, no signal); null
+        # when the source is known to misreport it (22.05 JSON)
+        "exit_code": pl.Int32,
         "gpus_requested": pl.Int32,
         "gpus_allocated": pl.Int32,
         "gpu_type": pl.Utf8,
@@ -66,6 +69,7 @@ JOBS = schema(
         "comment": pl.Utf8,  # free text; fine-tuning reproducibility fields live here
         "array_job_id": pl.Int64,  # a task of an array: the array's job id (JobID 123_4 -> 123); else null
         "array_task_id": pl.Int64,  # ... and its task id (4); job_id is the task's own (JobIDRaw)
+        "exit_signal": pl.Int32,  # the signal that ended the job (9 SIGKILL, 6 SIGABRT, 15 SIGTERM); else null
     }
 )
 JOBS_KEY = ("cluster", "job_id", "submit_time")

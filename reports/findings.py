@@ -26,6 +26,7 @@ from reports.evidence import Evidence, ratio
 from reports.model import SEVERITY_ORDER, Cell, Finding, Message, Quantity, QuantityKind, Severity, Term, Text
 from sla.capacity import NEAR_CAPACITY
 from sla.fairness import DEFAULT_OBJECTIVE
+from sla.idle import idle_by_submission
 
 SHARE_LIMIT = DEFAULT_OBJECTIVE
 GAP_WARNING = 0.01
@@ -118,9 +119,10 @@ def _miss(
         same_scenario = idle.filter(pl.col("scenario") == row["scenario"])
         idle = same_scenario if not same_scenario.is_empty() else idle
         if ctx.unavailable("idle") is None and not idle.is_empty():
-            top = idle.sort(["idle_held_minutes", "job_id"], descending=[True, False]).row(0, named=True)
+            top = idle_by_submission(idle).sort(["idle_held_minutes", "job"], descending=[True, False]).row(
+                0, named=True)
             held = Quantity(float(idle["idle_held_minutes"].sum()) / 60, "gpu_hours")
-            job = Text(f"{top['cluster']}/{top['job_id']}")
+            job = Text(f"{top['cluster']}/{top['job']}")
             params = (*base, ("held", held), ("job", job))
             return _Candidate(sev, "idle", name, "finding.idle", params, ev, "idle")
         return _Candidate(sev, "idle", name, "finding.idle_short", base, ev, "idle")

@@ -1,4 +1,5 @@
-"""Idle GPU-hours: idle vs idle-held vs no data, by team and the jobs that held the most (IDLE_BY_JOB)."""
+"""Idle GPU-hours: idle vs idle-held vs no data, by team and the jobs that held the most (IDLE_BY_JOB; an
+array's tasks as one row, named as Slurm names them: `123_[1-3]`, `123_4`)."""
 
 from __future__ import annotations
 
@@ -8,6 +9,7 @@ from reports.context import Context
 from reports.evidence import Evidence, nullable_sum, ratio
 from reports.figures import idle_chart
 from reports.model import Block, Cell, Column, Message, Quantity, Row, Section, Table, Term, Terms, Text
+from sla.idle import idle_by_submission
 
 TOP_JOBS = 10
 
@@ -25,6 +27,8 @@ def _covered(row: dict[str, object]) -> float | None:
 
 def _pointer(row: dict[str, object]) -> str:
     util = f" util={row['util_source']}" if row["util_source"] else ""
+    if row.get("array_job_id") is not None:
+        return f"cluster={row['cluster']} array_job_id={row['array_job_id']} ({row['tasks']} tasks){util}"
     return f"cluster={row['cluster']} job={row['job_id']}{util}"
 
 
@@ -126,22 +130,23 @@ def build_idle(ctx: Context) -> Section:
         blocks.append(chart)
     blocks += _zero_activity(ctx, idle)
 
-    top = idle.filter(pl.col("wasted") > 0).sort(
-        ["wasted", "cluster", "job_id"], descending=[True, False, False]).head(TOP_JOBS)
+    # An array's tasks are one submission: one row, named as Slurm names it (`123_[1-3]`).
+    top = idle_by_submission(idle.drop("wasted")).filter(pl.col("wasted") > 0).sort(
+        ["wasted", "cluster", "job"], descending=[True, False, False]).head(TOP_JOBS)
     if top.is_empty():
         blocks.append(Message("idle.no_idle_jobs"))
         return Section("idle", tuple(blocks))
     rows = []
     for row in top.iter_rows(named=True):
         cells = (
-            Text(f"{row['cluster']}/{row['job_id']}"),
+            Text(f"{row['cluster']}/{row['job']}"),
             ctx.team(row["team"]),
             Term("scenario", row["scenario"]),
             _hours(row["idle_minutes"]),
             _hours(row["idle_held_minutes"]),
             _hours(row["no_data_minutes"]),
         )
-        ev = Evidence("idle_by_job", 1, _covered(row), None, _pointer(row))
+        ev = Evidence("idle_by_job", int(row["tasks"]), _covered(row), None, _pointer(row))
         rows.append(Row(cells, ctx.notes.ref(ev)))
     columns = (
         Column("col.job"),

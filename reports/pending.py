@@ -2,7 +2,9 @@
 
 - `trend`: SLA compliance per scenario in this month and the earlier months the caller passed.
 - `failures`: success rate per queue from SLA_RESULTS, then the failed job records (FAILURES) by
-  scenario and team, and the job names that failed most with their queue and final states.
+  scenario and team, by cause (node failure, time limit, out of memory, abort, other signal, exit
+  error: from the state and the exit code and signal), and the job names that failed most with
+  their queue and final states.
 - `preemption`: preemptions, lost GPU-hours and recovery time per queue from SLA_RESULTS (the
   evaluator's preemption indicators); not available when the month has none.
 """
@@ -178,9 +180,44 @@ def _failed_jobs(ctx: Context) -> list[Block]:
     return [
         Message("failures.by_team", (("records", total),)),
         by_team,
+        *_by_cause(ctx, failed, coverage),
         Message("failures.top_jobs", (("count", Quantity(top.height, "count")),)),
         top_table,
     ]
+
+
+def _by_cause(ctx: Context, failed: pl.DataFrame, coverage: float | None) -> list[Block]:
+    """Failed records by cause (sla/failures.py: node, time limit, out of memory, abort, signal, exit
+    error, unknown), most first, with their share and the team they hit most; nothing for months
+    stored before causes were kept."""
+    if "cause" not in failed.columns or failed["cause"].null_count() == failed.height:
+        return []
+    total = int(failed["records"].sum() or 0)
+    causes = (
+        failed.filter(pl.col("cause").is_not_null())
+        .group_by("cause").agg(pl.col("records").sum())
+        .sort(["records", "cause"], descending=[True, False])
+    )
+    rows: list[Row] = []
+    for row in causes.iter_rows(named=True):
+        group = failed.filter(pl.col("cause") == row["cause"])
+        teams = group.group_by("team").agg(pl.col("records").sum()).sort(["records", "team"], descending=[True, False])
+        cells: tuple[Cell, ...] = (
+            Term("failure_cause", row["cause"]),
+            Quantity(row["records"], "count"),
+            Quantity(row["records"] / total if total else None, "percent"),
+            ctx.team(teams["team"][0]),
+            _states(group),
+        )
+        rows.append(Row(cells, _failure_note(ctx, group, coverage, f"cause={row['cause']}")))
+    columns = (
+        Column("col.failure_cause"),
+        Column("col.failed_records", numeric=True),
+        Column("col.share", numeric=True),
+        Column("col.team_most"),
+        Column("col.final_states"),
+    )
+    return [Message("failures.by_cause"), Table(columns, tuple(rows))]
 
 
 def build_failures(ctx: Context) -> Section:

@@ -34,10 +34,11 @@ def _expected_minutes(inputs: EvaluationInputs, config: Config, window: Window) 
         .alias("_expected"),
     )
     # A requeued job has several records; the latest one names its current team and scenario.
+    arrays = [pl.col(c).last() for c in ("array_job_id", "array_task_id") if c in jobs.columns]
     return (
         jobs.sort("submit_time")
         .group_by("cluster", "job_id")
-        .agg(pl.col("_expected").sum(), pl.col("team").last(), pl.col("scenario").last())
+        .agg(pl.col("_expected").sum(), pl.col("team").last(), pl.col("scenario").last(), *arrays)
     )
 
 
@@ -78,6 +79,63 @@ def idle_by_job(
     )
     out = out.filter(pl.col("gpu_minutes") + pl.col("no_data_minutes") > 0).sort("cluster", "job_id")
     return out.select([pl.col(n).cast(t) for n, t in IDLE_BY_JOB.items() if n in out.columns])
+
+
+_MINUTES = ("gpu_minutes", "busy_minutes", "idle_minutes", "idle_held_minutes", "no_data_minutes")
+TASKS_SHOWN = 8  # task ranges named in an array's label; more read `123_[…]`, as the queues section writes it
+
+
+def task_set(array_job_id: int, tasks: list[int]) -> str:
+    """An array's tasks as Slurm compresses them: `123_4`, `123_[1-3,7]`; `123_[…]` past TASKS_SHOWN ranges."""
+    ids = sorted(set(tasks))
+    if len(ids) == 1:
+        return f"{array_job_id}_{ids[0]}"
+    ranges: list[str] = []
+    first = last = ids[0]
+    for task in [*ids[1:], None]:
+        if task is not None and task == last + 1:
+            last = task
+            continue
+        ranges.append(str(first) if first == last else f"{first}-{last}")
+        if task is not None:
+            first = last = task
+    return f"{array_job_id}_[{','.join(ranges)}]" if len(ranges) <= TASKS_SHOWN else f"{array_job_id}_[…]"
+
+
+def idle_by_submission(idle: pl.DataFrame) -> pl.DataFrame:
+    """IDLE_BY_JOB with an array's tasks as one row, named as Slurm names them (`job`: `123_[1-3]`,
+    a lone task `123_4`, any other job its id), `tasks` counted, minutes summed, team and scenario of
+    the task with the most minutes; plus `wasted` (idle and idle-held minutes)."""
+    if idle.is_empty():
+        return idle.with_columns(pl.lit(None, pl.Utf8).alias("job"), pl.lit(0, pl.Int64).alias("tasks"),
+                                 pl.lit(0, pl.Int64).alias("wasted"))
+    for column in ("array_job_id", "array_task_id"):
+        if column not in idle.columns:
+            idle = idle.with_columns(pl.lit(None, pl.Int64).alias(column))
+    keyed = idle.with_columns(
+        pl.coalesce(pl.col("array_job_id").cast(pl.Utf8), pl.col("job_id")).alias("_key"),
+        pl.col("array_task_id").fill_null(-1).alias("_task"),
+    ).sort("gpu_minutes", "job_id", descending=[True, False])
+    grouped = keyed.group_by("cluster", "_key").agg(
+        pl.col("job_id").first(),
+        pl.col("array_job_id").first(),
+        pl.col("_task"),
+        pl.len().cast(pl.Int64).alias("tasks"),
+        pl.col("team").first(),
+        pl.col("scenario").first(),
+        pl.col("util_source").drop_nulls().unique().sort(),
+        *[pl.col(c).sum() for c in _MINUTES],
+    )
+    labels = [
+        str(job) if array is None else task_set(array, [t for t in tasks if t >= 0] or [0])
+        for job, array, tasks in zip(grouped["job_id"], grouped["array_job_id"], grouped["_task"], strict=True)
+    ]
+    return grouped.with_columns(
+        pl.Series("job", labels, pl.Utf8),
+        pl.when(pl.col("util_source").list.len() == 1).then(pl.col("util_source").list.first())
+        .when(pl.col("util_source").list.len() > 1).then(pl.lit("mixed")).alias("util_source"),
+        (pl.col("idle_minutes").fill_null(0) + pl.col("idle_held_minutes").fill_null(0)).alias("wasted"),
+    ).drop("_key", "_task")
 
 
 def idle_by_gpu(inputs: EvaluationInputs, config: Config) -> pl.DataFrame:

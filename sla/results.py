@@ -53,6 +53,10 @@ IDLE_BY_JOB = schema(
         # GPU-minutes with data at exactly 0 utilisation, in runs of any length (idle counts runs of
         # idle.min_minutes or more, below idle.util_below); null for months stored before migration 016
         "zero_activity_minutes": pl.Int64,
+        # a task of a job array: the array's job id and the task's (sacct's `123_4`); null otherwise
+        # and for months stored before migration 021
+        "array_job_id": pl.Int64,
+        "array_task_id": pl.Int64,
     }
 )
 
@@ -181,6 +185,9 @@ FAILURES = schema(
         "queue": pl.Utf8,  # "<cluster>/<partition>"
         "name": pl.Utf8,  # job name as the scheduler recorded it
         "state": pl.Utf8,  # the record's final state (first word), one of domain.FAILURE_STATES
-        "records": pl.Int64,  # job records that ended in the window in that state
+        "records": pl.Int64,  # job records that ended in the window in that state (and cause)
+        # why, from the state and the exit status (sla/failures.py FAILURE_CAUSES); null for months
+        # stored before migration 021
+        "cause": pl.Utf8,
     }
 )

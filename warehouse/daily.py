@@ -1,5 +1,5 @@
-"""Typed reads of the month's daily usage, failed job records (migration 008) job arrays and the account tree
-rolled up (018).
+"""Typed reads of the month's daily usage, failed job records (migration 008, their causes 021) job arrays
+and the account tree rolled up (018).
 
 They are written by `Warehouse.store_month_outputs` with the other month outputs, one month replaced
 at a time; these functions read one month back in the schemas of sla/results.py.
@@ -27,8 +27,9 @@ def month_daily_usage(con: duckdb.DuckDBPyConnection, month: Month) -> pl.DataFr
 
 def month_failures(con: duckdb.DuckDBPyConnection, month: Month) -> pl.DataFrame:
     """FAILURES rows stored for `month`, most records first."""
+    keys = ["scenario", "team", "queue", "name", "state", "cause"]
     return _month(con, "failures", month, FAILURES).sort(
-        ["records", "scenario", "team", "queue", "name", "state"], descending=[True, False, False, False, False, False]
+        ["records", *keys], descending=[True] + [False] * len(keys), nulls_last=True
     )
 
 

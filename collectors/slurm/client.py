@@ -114,7 +114,8 @@ class SlurmClient:
         return {**window, "jobs": records}
 
     def _fill_exit_codes(self, jobs: pl.DataFrame, problems: list[Problem]) -> pl.DataFrame:
-        missing = jobs.filter(pl.col("exit_code").is_null() & pl.col("end_time").is_not_null())
+        unknown = pl.col("exit_code").is_null() & pl.col("exit_signal").is_null()
+        missing = jobs.filter(unknown & pl.col("end_time").is_not_null())
         if self.cli is None or missing.is_empty():
             return jobs
         ids = ",".join(str(i) for i in sorted(set(missing["job_id"].to_list())))
@@ -126,12 +127,17 @@ class SlurmClient:
             return jobs
         codes = shapes.exit_codes(text.splitlines(), source="sacct -o JobIDRaw,Submit,ExitCode")
         keyed = pl.DataFrame(
-            [(j, s, c) for (j, s), c in codes.items()],
-            schema={"job_id": pl.Int64, "submit_time": jobs.schema["submit_time"], "_exit": pl.Int32},
+            [(j, s, c, sig) for (j, s), (c, sig) in codes.items()],
+            schema={"job_id": pl.Int64, "submit_time": jobs.schema["submit_time"], "_exit": pl.Int32,
+                    "_signal": pl.Int32},
             orient="row",
         )
         joined = jobs.join(keyed, on=["job_id", "submit_time"], how="left")
-        return joined.with_columns(pl.coalesce("exit_code", "_exit").alias("exit_code")).drop("_exit")
+        known = pl.col("exit_code").is_not_null() | pl.col("exit_signal").is_not_null()
+        return joined.with_columns(
+            pl.when(known).then(pl.col("exit_code")).otherwise(pl.col("_exit")).alias("exit_code"),
+            pl.when(known).then(pl.col("exit_signal")).otherwise(pl.col("_signal")).alias("exit_signal"),
+        ).drop("_exit", "_signal")
 
     # -- quotas and use ------------------------------------------------------------------------
 

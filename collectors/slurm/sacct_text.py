@@ -12,7 +12,8 @@ with TZ=UTC). Columns are found by the header, in any order; steps (`12.batch`) 
 
 `JobID` `123_4` is task 4 of array 123 (JobIDRaw is the task's own job id); `123_[5-9]` is a
 pending array's tasks not yet split off, read as one record of the array. `State` `CANCELLED by 0`
-is CANCELLED. ExitCode `code:signal` becomes the code, or 128 + signal for a job a signal ended.
+is CANCELLED. ExitCode `code:signal` becomes `exit_code` and `exit_signal` as the JSON reader stores
+them (`collectors.sacct.exit_status`: `0:9` is signal 9 with no return code, `1:0` return code 1).
 The same checks as the JSON reader apply (`collectors.sacct.checked`): a record that fails one is
 skipped with a problem naming its line, job and field.
 """
@@ -27,7 +28,7 @@ from typing import Any
 import polars as pl
 
 from collectors.batch import Problem
-from collectors.sacct import BadFieldError, _events, checked
+from collectors.sacct import BadFieldError, _events, checked, exit_text
 from collectors.sacctmgr import pipe_records
 from collectors.slurm.shapes import gpu_in_tres
 from gpusteward import tables
@@ -39,7 +40,6 @@ _FIELDS = {
     "gpus_requested": "ReqTRES", "gpus_allocated": "AllocTRES",
 }
 _ARRAY = re.compile(r"(\d+)_(\d+|\[[^\]]*\])", re.ASCII)
-_EXIT = re.compile(r"(\d{1,3}):(\d{1,3})", re.ASCII)
 _LIMIT = re.compile(r"(?:(\d+)-)?(?:(\d+):)?(\d+):(\d+)", re.ASCII)
 _GPU_TYPE = re.compile(r"(?:^|,)gres/gpu:([^=,]+)=\d+", re.ASCII)
 _UNKNOWN = ("", "Unknown", "None")
@@ -80,6 +80,7 @@ def _row(r: dict[str, str]) -> dict[str, Any]:
     alloc = r["AllocTRES"]
     array = _ARRAY.fullmatch(r["JobID"])
     task = array.group(2) if array else None
+    exit_status = _field("ExitCode", _exit, r["ExitCode"])
     return {
         "cluster": r["Cluster"] or None,
         "job_id": _field("JobIDRaw", _count, r["JobIDRaw"]),
@@ -96,7 +97,7 @@ def _row(r: dict[str, str]) -> dict[str, Any]:
         "end_time": _field("End", _time, r["End"]),
         "state": r["State"].split(" ", 1)[0] or None,  # "CANCELLED by 0"
         "reason": None if r["Reason"] in _UNKNOWN else r["Reason"],
-        "exit_code": _field("ExitCode", _exit, r["ExitCode"]),
+        "exit_code": exit_status[0],
         "gpus_requested": _field("ReqTRES", _gpus, r.get("ReqTRES", "")),
         "gpus_allocated": _field("AllocTRES", _gpus, alloc),
         "gpu_type": ",".join(sorted(set(_GPU_TYPE.findall(alloc or r.get("ReqTRES", ""))))) or None,
@@ -105,6 +106,7 @@ def _row(r: dict[str, str]) -> dict[str, Any]:
         "comment": None,
         "array_job_id": int(array.group(1)) if array else None,
         "array_task_id": int(task) if task is not None and task.isdigit() else None,
+        "exit_signal": exit_status[1],
     }
 
 
@@ -123,14 +125,8 @@ def _time(text: str) -> datetime | None:
         raise ValueError(f"{text[:40]!r} is not a time") from None
 
 
-def _exit(text: str) -> int | None:
-    if text in _UNKNOWN:
-        return None
-    m = _EXIT.fullmatch(text)
-    if m is None or int(m.group(1)) > 255 or int(m.group(2)) > 127:
-        raise ValueError(f"{text[:40]!r} is not code:signal")
-    code, signal = int(m.group(1)), int(m.group(2))
-    return 128 + signal if code == 0 and signal else code
+def _exit(text: str) -> tuple[int | None, int | None]:
+    return (None, None) if text in _UNKNOWN else exit_text(text)
 
 
 def _gpus(text: str) -> int | None:

@@ -18,7 +18,7 @@ from typing import Any
 
 import polars as pl
 
-from collectors.sacct import _number  # the one reader of Slurm's number forms
+from collectors.sacct import _number, exit_text  # the one reader of Slurm's number forms and exit codes
 from collectors.sacctmgr import gpu_limits
 from collectors.slurm.hostlist import expand, index_ranges
 from gpusteward import tables
@@ -403,12 +403,11 @@ def job_gpus(data: Any, *, cluster: str, source: str) -> pl.DataFrame:
 # -- sacct text ------------------------------------------------------------------------------------
 
 
-def exit_codes(lines: Iterable[str], *, source: str) -> dict[tuple[int, datetime], int]:
-    """(job id, submit time) -> exit code from `sacct -P -n -o JobIDRaw,Submit,ExitCode` printed with TZ=UTC.
-
-    Slurm prints `code:signal`; a job killed by a signal gets 128 + signal, as a shell reports it.
-    """
-    codes: dict[tuple[int, datetime], int] = {}
+def exit_codes(lines: Iterable[str], *, source: str) -> dict[tuple[int, datetime], tuple[int | None, int | None]]:
+    """(job id, submit time) -> (return code, signal) from `sacct -P -n -o JobIDRaw,Submit,ExitCode`
+    printed with TZ=UTC, as the file readers store them (`collectors.sacct.exit_text`: `0:9` is
+    signal 9 with no return code)."""
+    codes: dict[tuple[int, datetime], tuple[int | None, int | None]] = {}
     for lineno, raw in enumerate(lines, start=1):
         line = raw.strip()
         if not line:
@@ -419,15 +418,11 @@ def exit_codes(lines: Iterable[str], *, source: str) -> dict[tuple[int, datetime
             if len(fields) == 3 and "." in fields[0]:
                 continue  # a step line (12.batch); jobs only
             raise InputError(source, f"expected 'JobIDRaw|Submit|ExitCode', got {line[:120]!r}", line=lineno)
-        code, _, signal = fields[2].partition(":")
-        value, sig = _digits(code), _digits(signal or "0")
         try:
             submit = datetime.fromisoformat(fields[1]).replace(tzinfo=None)
+            codes[(job_id, submit)] = exit_text(fields[2] if ":" in fields[2] else f"{fields[2]}:0")
         except ValueError:
-            submit = None
-        if submit is None or value is None or sig is None or value > 255 or sig > 127:
-            raise InputError(source, f"cannot read {line[:120]!r}", line=lineno)
-        codes[(job_id, submit)] = 128 + sig if value == 0 and sig else value
+            raise InputError(source, f"cannot read {line[:120]!r}", line=lineno) from None
     return codes
 
 

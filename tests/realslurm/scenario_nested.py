@@ -1,6 +1,6 @@
 """Jobs on the nested layout (issue 19), submitted once per session, with what each step left behind.
 
-An array of six tasks, a 2-node job, a job that exits 3, a job rejected at submit; then vision and
+An array of six tasks, a 2-node job, a job that exits 3, one a SIGKILL ends, a job rejected at submit; then vision and
 nlp each run 4 GPUs under research's limit of 10, so a further vision job (4 GPUs) waits on the
 parent's limit and an nlp job (2 GPUs, nlp's limit 5) on the child's; the live queue is captured
 while both wait; the nlp job is cancelled while still pending; then a scavenger job is preempted
@@ -63,13 +63,15 @@ def run_nested(slurm: SlurmCluster) -> NestedScenario:
     s.ids["two_node"] = submit(slurm, "-N2", "--gres=gpu:4", "-A", "platform", "-p", "train", "-J", "two-node",
                                "--wrap", "sleep 1")
     s.ids["fail"] = submit(slurm, "-A", "nlp", "-p", "dev", "--gres=gpu:1", "-J", "fail", "--wrap", "exit 3")
+    # ended by SIGKILL, as the kernel's OOM killer ends a job: ExitCode 0:9
+    s.ids["killed"] = submit(slurm, "-A", "nlp", "-p", "dev", "--gres=gpu:1", "-J", "killed", "--wrap", "kill -9 $$")
     refused = subprocess.run(
         ["sbatch", "--parsable", "-o", "/dev/null", "-D", str(slurm.base / "jobs"), "-N1", "--gres=gpu:5", "-A",
          "platform", "-p", "train", "-J", "too-big", "--wrap", "sleep 1"],
         capture_output=True, text=True, env={**slurm._env()}, timeout=60, check=False,
     )
     s.rejected = (refused.stderr or refused.stdout).strip()
-    for name in ("two_node", "fail"):
+    for name in ("two_node", "fail", "killed"):
         wait_for(slurm, s.ids[name], "COMPLETED", "FAILED")
     deadline = time.monotonic() + 60
     while time.monotonic() < deadline and slurm.run("squeue", "-h", "-j", str(s.array_job), check=False).strip():

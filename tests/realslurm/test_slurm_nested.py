@@ -70,7 +70,10 @@ def test_cli_collection_reads_every_feature(nested_slurm: SlurmCluster, nested: 
     assert tasks["array_task_id"].to_list() == [1, 2, 3, 4, 5, 6]  # D4
     two = row[ids["two_node"]]
     assert (two["gpus_allocated"], len(expand(two["nodes"], source="nodes"))) == (8, 2)  # 4 on each of 2 nodes
-    assert (row[ids["fail"]]["state"], row[ids["fail"]]["exit_code"]) == ("FAILED", 3)
+    assert (row[ids["fail"]]["state"], row[ids["fail"]]["exit_code"], row[ids["fail"]]["exit_signal"]) == (
+        "FAILED", 3, None)
+    killed = row[ids["killed"]]  # sacct -P: 0:9; a signal that ended a job leaves no return code
+    assert (killed["state"], killed["exit_code"], killed["exit_signal"]) == ("FAILED", None, 9)
     rejected = jobs.filter(pl.col("name") == "too-big").row(0, named=True)
     assert (rejected["state"], rejected["start_time"]) == ("FAILED", None)  # D5
     assert (row[ids["nlp_b"]]["state"], row[ids["nlp_b"]]["start_time"]) == ("CANCELLED", None)
@@ -93,8 +96,9 @@ def test_rest_collection_matches_cli(nested_slurm: SlurmCluster, nested: NestedS
     cli = SlurmCli(env=nested_slurm.env)
     by_cli = SlurmClient(CLUSTER, cli=cli).jobs(start, end).frames["jobs"]
     by_rest = SlurmClient(CLUSTER, rest=rest, cli=cli).jobs(start, end).frames["jobs"]
-    key = ["job_id", "submit_time", "start_time", "state", "gpus_allocated", "exit_code", "array_task_id"]
-    assert by_rest.select(key).sort(key).rows() == by_cli.select(key).sort(key).rows()
+    key = ["job_id", "submit_time", "start_time", "state", "gpus_allocated", "exit_code", "exit_signal",
+           "array_task_id"]
+    assert by_rest.select(key).sort(key, nulls_last=True).rows() == by_cli.select(key).sort(key, nulls_last=True).rows()
     assert by_cli.height >= len(nested.ids) + 6
 
 
@@ -139,10 +143,13 @@ def test_file_dumps_import_as_live_collection(layout: tuple[SlurmCluster, str], 
             batch = read_file(tmp_path / name)
             assert batch.problems == []
             wh.ingest(name, batch.frames)
-        stored = wh.query("SELECT job_id, submit_time, state, exit_code, gpus_allocated, array_task_id FROM jobs")
-    key = ["job_id", "submit_time", "state", "exit_code", "gpus_allocated", "array_task_id"]
-    assert stored.select(key).sort(key).rows() == live.select(key).sort(key).rows()
+        stored = wh.query(
+            "SELECT job_id, submit_time, state, exit_code, exit_signal, gpus_allocated, array_task_id FROM jobs")
+    key = ["job_id", "submit_time", "state", "exit_code", "exit_signal", "gpus_allocated", "array_task_id"]
+    assert stored.select(key).sort(key, nulls_last=True).rows() == live.select(key).sort(key, nulls_last=True).rows()
     assert 3 in stored["exit_code"].to_list()  # each layout has a job that exits 3
+    if cluster == CLUSTER:  # and the nested one a job SIGKILL ended: the same from every path
+        assert stored.filter(pl.col("exit_signal") == 9).height == 1
 
 
 def test_account_tree_over_cli_and_rest(layout: tuple[SlurmCluster, str]) -> None:

@@ -63,13 +63,16 @@ _RESULTS: list[tuple[Any, ...]] = [
 ]
 
 _IDLE: list[tuple[Any, ...]] = [
-    # cluster, job, team, scenario, gpu_minutes, busy, idle, idle_held, no_data, util_source, zero_activity
-    ("west", "31001", "research", "interactive", 9000, 1200, 1800, 6000, 0, "gr_engine_active", 7500),
-    ("west", "31002", "research", "interactive", 7200, 600, 1500, 5100, 120, "gr_engine_active", 6300),
-    ("east", "31003", "research", "interactive", 3000, 2800, 200, 0, 0, "gpu_util", 150),
-    ("west", "20010", "nlp", "training", 40000, 39000, 1000, 0, 2880, "mixed", 2600),
-    ("east", "20011", "vision", "training", 30000, 29500, 500, 0, 0, "gr_engine_active", 900),
-    ("west", "2050", "nlp", "evaluation", 600, 580, 0, 0, 0, "gr_engine_active", 12),
+    # cluster, job, team, scenario, gpu_minutes, busy, idle, idle_held, no_data, util_source, zero_activity,
+    # array job id, task id (2050-2052 are tasks 1-3 of array 2049: one row, `2049_[1-3]`)
+    ("west", "31001", "research", "interactive", 9000, 1200, 1800, 6000, 0, "gr_engine_active", 7500, None, None),
+    ("west", "31002", "research", "interactive", 7200, 600, 1500, 5100, 120, "gr_engine_active", 6300, None, None),
+    ("east", "31003", "research", "interactive", 3000, 2800, 200, 0, 0, "gpu_util", 150, None, None),
+    ("west", "20010", "nlp", "training", 40000, 39000, 1000, 0, 2880, "mixed", 2600, None, None),
+    ("east", "20011", "vision", "training", 30000, 29500, 500, 0, 0, "gr_engine_active", 900, None, None),
+    ("west", "2050", "nlp", "evaluation", 600, 580, 0, 0, 0, "gr_engine_active", 12, 2049, 1),
+    ("west", "2051", "nlp", "evaluation", 600, 420, 180, 0, 0, "gr_engine_active", 190, 2049, 2),
+    ("west", "2052", "nlp", "evaluation", 600, 480, 120, 0, 0, "gr_engine_active", 130, 2049, 3),
 ]
 
 _USAGE: list[tuple[Any, ...]] = [
@@ -110,12 +113,12 @@ _PLAN: list[tuple[Any, ...]] = [
 
 
 _FAILURES: list[tuple[Any, ...]] = [
-    # scenario, team, queue, name, state, records
-    ("evaluation", "vision", "west/eval", "eval-harness", "FAILED", 14),
-    ("training", "nlp", "east/train", "llm-7b", "TIMEOUT", 6),
-    ("training", "nlp", "east/train", "llm-7b", "FAILED", 3),
-    ("evaluation", "nlp", "west/eval", "eval-mmlu", "FAILED", 2),
-    ("interactive", "research", "west/notebooks", "jupyter", "NODE_FAIL", 1),
+    # scenario, team, queue, name, state, records, cause
+    ("evaluation", "vision", "west/eval", "eval-harness", "FAILED", 14, "exit_error"),
+    ("training", "nlp", "east/train", "llm-7b", "TIMEOUT", 6, "time_limit"),
+    ("training", "nlp", "east/train", "llm-7b", "FAILED", 3, "out_of_memory"),
+    ("evaluation", "nlp", "west/eval", "eval-mmlu", "FAILED", 2, "aborted"),
+    ("interactive", "research", "west/notebooks", "jupyter", "NODE_FAIL", 1, "node_failure"),
 ]
 
 

@@ -11,7 +11,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from gpusteward.tables import GPU_MINUTES, conform
-from sla.idle import idle_by_job
+from sla.idle import idle_by_job, idle_by_submission, task_set
 from sla.idle_states import minute_states
 from tests.sla.builders import MONTH, T0, at, config, frame, inputs, job, minutes
 
@@ -39,8 +39,24 @@ def test_runs_categories_and_no_data() -> None:
     assert row == {
         "cluster": "east", "job_id": "1", "team": "nlp", "scenario": "training", "gpu_minutes": 18,
         "busy_minutes": 15, "idle_minutes": 3, "idle_held_minutes": 0, "no_data_minutes": 2,
-        "util_source": "gpu_util", "zero_activity_minutes": 0,
+        "util_source": "gpu_util", "zero_activity_minutes": 0, "array_job_id": None, "array_task_id": None,
     }
+
+
+def test_array_tasks_are_one_submission_named_as_slurm_names_them() -> None:
+    """Tasks 1, 2, 3 and 7 of array 40 (raw ids 41-43 and 47) idle on four GPUs: one row `40_[1-3,7]`,
+    a lone task `50_2`, any other job its id (issue 19: raw ids mean nothing to a task's owner)."""
+    tasks = {41: 1, 42: 2, 43: 3, 47: 7}
+    jobs = [job(i, start=0, end=5, array_job_id=40, array_task_id=t) for i, t in tasks.items()]
+    jobs += [job(52, start=0, end=5, array_job_id=50, array_task_id=2), job(60, start=0, end=5)]
+    gm = [m for n, i in enumerate([*tasks, 52, 60]) for m in minutes(str(i), [0.0] * 5, gpu=n, engine=True)]
+    idle = idle_by_job(inputs(jobs=jobs, gpu_minutes=gm), config(IDLE))
+    assert dict(zip(idle["job_id"], idle["array_task_id"], strict=True))["47"] == 7
+    grouped = idle_by_submission(idle).sort("job")
+    assert grouped.select("job", "tasks", "idle_minutes", "wasted").rows() == [
+        ("40_[1-3,7]", 4, 20, 20), ("50_2", 1, 5, 5), ("60", 1, 5, 5),
+    ]
+    assert task_set(9, list(range(0, 40, 2))) == "9_[…]"  # past TASKS_SHOWN ranges, as the queues section writes it
 
 
 def test_zero_activity_counts_short_pauses_that_idle_does_not() -> None:

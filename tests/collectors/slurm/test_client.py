@@ -53,7 +53,11 @@ def test_exit_codes_from_sacct_text() -> None:
     codes = exit_codes(
         ["2|2026-11-29T15:03:30|3:0", "2.batch|2026-11-29T15:03:30|3:0", "3|2026-11-29T15:03:31|0:15"], source="sacct"
     )
-    assert codes == {(2, datetime(2026, 11, 29, 15, 3, 30)): 3, (3, datetime(2026, 11, 29, 15, 3, 31)): 143}
+    # a signal that ended the job leaves no return code: 0:15 is (None, 15), as the JSON's SIGNALED
+    assert codes == {
+        (2, datetime(2026, 11, 29, 15, 3, 30)): (3, None),
+        (3, datetime(2026, 11, 29, 15, 3, 31)): (None, 15),
+    }
     with pytest.raises(InputError, match="sacct:1"):
         exit_codes(["garbage"], source="sacct")
 

@@ -67,8 +67,8 @@ def test_signal_and_array_forms(tmp_path: Path) -> None:
     row[cols.index("JobID")] = "77_[3-9%2]"
     row[cols.index("State")] = "CANCELLED by 1000"
     jobs, _, _ = read_sacct_text([HEADER, "|".join(row)], source="p")
-    got = jobs.select("exit_code", "array_job_id", "array_task_id", "state").row(0)
-    assert got == (143, 77, None, "CANCELLED")
+    got = jobs.select("exit_code", "exit_signal", "array_job_id", "array_task_id", "state").row(0)
+    assert got == (None, 15, 77, None, "CANCELLED")  # a signal leaves no return code (was 128 + 15)
     path = tmp_path / "dump.txt"
     shutil.copy(DATA / "sacct-P.txt", path)
     assert read_file(path).frames["jobs"].height == 15
