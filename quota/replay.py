@@ -125,20 +125,21 @@ def replay_jobs(
 
 def _jobs_of(frame: pl.DataFrame, model: ClusterModel) -> list[ReplayJob]:
     largest = max(model.node_gpus, default=1) or 1
+    cols = frame.select(
+        "gpus", "nodes", pl.coalesce("work_s", "run_s").alias("work"), "limit_s", "pinned", "observed_start_s",
+        "hosts", pl.col("account").fill_null(""), pl.col("qos").fill_null(""),
+        pl.col("qos_priority").fill_null(0), pl.col("priority").fill_null(0), "submit_s",
+    ).to_dict(as_series=False)
     jobs = []
-    for r in frame.iter_rows(named=True):
-        gpus = int(r["gpus"])
+    for gpus, nodes, work, limit, pinned, observed, hosts, account, qos, qos_priority, priority, submit in zip(
+            *cols.values(), strict=True):
         least = -(-gpus // largest)
-        nodes = max(least, min(gpus, int(r["nodes"] or least)))
-        work = float(r["work_s"] if r["work_s"] is not None else r["run_s"])
-        limit = r["limit_s"] if r["limit_s"] is not None and r["limit_s"] > 0 else work
-        pinned = bool(r["pinned"]) and r["observed_start_s"] is not None
+        kept = bool(pinned) and observed is not None
         jobs.append(ReplayJob(
-            submit=float(r["submit_s"]), work=work, limit=float(max(limit, work)), gpus=gpus, nodes=max(1, nodes),
-            account=r["account"] or "", qos=r["qos"] or "",
-            order=(-float(r["qos_priority"] or 0), -float(r["priority"] or 0), float(r["submit_s"])),
-            pinned_start=float(r["observed_start_s"]) if pinned else None,
-            pinned_hosts=tuple(expand_hostlist(r["hosts"])) if pinned else (),
+            submit=submit, work=work, limit=max(limit if limit is not None and limit > 0 else work, work), gpus=gpus,
+            nodes=max(1, least, min(gpus, nodes or least)), account=account, qos=qos,
+            order=(-float(qos_priority), -float(priority), submit),
+            pinned_start=observed if kept else None, pinned_hosts=tuple(expand_hostlist(hosts)) if kept else (),
         ))
     return jobs
 

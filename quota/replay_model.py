@@ -102,7 +102,10 @@ class _Replay:
         self.free = list(model.node_gpus)
         self.total_free = sum(self.free)
         self.index = {name: n for n, name in enumerate(model.node_names)}
-        self.chains = [self._chain(j, limits) for j in jobs]
+        paths: dict[tuple[str, str], list[tuple[Holder, int]]] = {}
+        self.shares = [self.share(j) for j in jobs]
+        self.chains = [paths.setdefault((j.account, j.qos), self._chain(j, limits)) if (j.account, j.qos) not in paths
+                       else paths[(j.account, j.qos)] for j in jobs]
         self.used: Counter[Holder] = Counter()
         self.pending: list[tuple[float, float, float, int]] = []
         self.events: list[tuple[float, int, int, int]] = []  # (time, 0 end / 1 arrival, job, run number)
@@ -311,25 +314,28 @@ class _Replay:
             return False
         preempted = False
         failed: dict[tuple[int, int], int] = {}  # (nodes, 1 short / 0 long / -1 by preemption) -> smallest share
+        jobs, shares, chains, used, preemptors = self.jobs, self.shares, self.chains, self.used, self.preemptors
+        widest = max(self.free, default=0)  # no job whose share is above it fits without preempting
         for key in keys:
             i = key[3]
-            preemptor = self.can_preempt(i)
+            job = jobs[i]
+            preemptor = job.qos in preemptors and self.can_preempt(i)
             if self.total_free <= 0 and not preemptor:
                 if self.nobody_can_start():
                     break
                 continue
-            if not self.within_limits(i):
+            size = job.gpus
+            if any(used[h] + size > cap for h, cap in chains[i]):
                 continue
-            job = self.jobs[i]
+            share = shares[i]
+            alloc = None
             # A job ahead of the reserved one is not bound by its reservation.
             held = self.held if self.held_key is None or key > self.held_key else None
-            short = held is None or t + job.limit <= held.at
-            share = self.share(job)
-            alloc = None
-            if share < failed.get((job.nodes, int(short)), INF):
+            short = int(held is None or t + job.limit <= held.at)
+            if share <= widest and share < failed.get((job.nodes, short), INF):
                 alloc = self.place(i, t, held)
                 if alloc is None:
-                    failed[(job.nodes, int(short))] = share
+                    failed[(job.nodes, short)] = share
             if alloc is None and preemptor and share < failed.get((job.nodes, -1), INF):
                 alloc = self.preempt_for(i, t)
                 if alloc is None:
@@ -341,6 +347,7 @@ class _Replay:
                 self.pending.remove(key)
                 self.pending_qos[job.qos] -= 1
                 self.begin(i, t, alloc)
+                widest = max(self.free, default=0)
             elif held is None:
                 self.held = self.reserve(i, t) or _Reservation(INF, {})
                 self.held_key = key
