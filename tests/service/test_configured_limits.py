@@ -54,7 +54,9 @@ def test_import_refuses_a_line_past_the_configured_limit_and_stores_the_other_fi
     (tmp_path / "short.prom").write_text(LINE % "p")
     (tmp_path / "long.prom").write_text(LINE % LONG_POD)  # 1,067 characters: under the default 64 KiB
     db = tmp_path / "w.duckdb"
-    args = ["import", "--config", config_file(tmp_path / "cfg"), "--db", str(db)]
+    # Only the line limit: the samples take the files' times, which the machine's clock sets.
+    config = example_config_with(tmp_path / "cfg", "[limits]\nmax_line_length = 400\n")
+    args = ["import", "--config", config, "--db", str(db)]
     result = CliRunner().invoke(cli, [*args, str(tmp_path / "short.prom"), str(tmp_path / "long.prom")])
     assert result.exit_code == 1, result.output
     assert f"{tmp_path / 'long.prom'}:1: line longer than 400 characters (limits.max_line_length)" in result.output
