@@ -4,22 +4,18 @@
 names a review may write in Latin letters (teams, clusters, queues, services from the config) and
 identifiers (job ids, hosts, indicators, `key=value` pointers) do not count.
 
-Two parts are left out, each named:
-- the verbatim evidence pointer at the end of a footnote: the `evidence` text the evaluators in
-  sla/ write with their rows (data about the rows, kept as the producer wrote it). TODO: give the
-  evaluators' evidence catalogue keys (issue 18, the part not done yet);
+The footnotes are checked with the rest: the evaluators' evidence is data (codes and values,
+gpusteward/evidence.py) written through the catalogues. One part is left out:
 - the quota section's reasons and effects, written by quota/recommender.py. TODO(issue 21): the
   quota engineer moves them into the catalogues.
 """
 
 from __future__ import annotations
 
-import dataclasses
 import re
 
 from reports import build_review
 from reports.locale import load_catalogue
-from reports.model import Review
 from reports.render import render_markdown
 from tests.reports.english import english_sentences
 from tests.reports.fixtures import demo_config, demo_outputs
@@ -42,12 +38,6 @@ def without_quota_section(markdown: str) -> str:
     return re.sub(rf"^## {title}\n.*?(?=^## |\Z)", "", markdown, flags=re.S | re.M)
 
 
-def without_pointers(review: Review) -> Review:
-    """The review with each footnote's verbatim evidence pointer left out (TODO: catalogue sla's evidence)."""
-    notes = tuple(dataclasses.replace(n, evidence="") for n in review.footnotes)
-    return dataclasses.replace(review, footnotes=notes)
-
-
 def test_the_checker_finds_english_and_lets_names_and_identifiers_be() -> None:
     assert english_sentences("应对措施：Preempt or pause low-priority training on east-gpu-01/02") == [
         "Preempt or pause low-priority training on"]
@@ -58,7 +48,7 @@ def test_the_checker_finds_english_and_lets_names_and_identifiers_be() -> None:
 
 def test_the_chinese_review_has_no_english_sentence() -> None:
     config = demo_config()
-    review = without_pointers(build_review(demo_outputs(), config))
+    review = build_review(demo_outputs(), config)
     zh = without_quota_section(render_markdown(review, "zh"))
     assert english_sentences(zh, names_of(config)) == []
     # the same check finds the English edition English, so it is not passing by accident
