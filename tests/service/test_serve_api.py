@@ -24,7 +24,9 @@ def post(served: ServedDay, path: str, body: dict[str, Any] | None = None, token
     if token is not None:
         request.add_header("Authorization", f"Bearer {token}")
     try:
-        with urllib.request.urlopen(request, timeout=30) as response:
+        # A control call waits on the service's one write lock while a job runs (issue 22); under a load
+        # average of 20, a random-order run saw 30 s pass there, so the client waits longer than that.
+        with urllib.request.urlopen(request, timeout=180) as response:
             return response.status, json.loads(response.read())
     except urllib.error.HTTPError as exc:
         return exc.code, json.loads(exc.read())
