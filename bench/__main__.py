@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+import time
 
 from bench.harness import load, machine, names
 
@@ -16,7 +17,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--quick", action="store_true", help="smaller inputs and fewer runs")
     args = parser.parse_args(argv)
     chosen = names() if args.name == "all" else (args.name,)
-    results = {name: load(name).run(args.quick) for name in chosen}
+    results = {}
+    for name in chosen:
+        started = time.perf_counter()
+        results[name] = load(name).run(args.quick)
+        # On stderr, so a CI log shows which bench its time went to while --json output stays one object.
+        print(f"bench {name}: {time.perf_counter() - started:.1f} s", file=sys.stderr, flush=True)
     out = results[args.name] if args.name != "all" else results
     out = {"machine": machine(), **out} if isinstance(out, dict) else out
     if args.json:

@@ -272,7 +272,7 @@ def _rounded(values: dict[str, float]) -> dict[str, float]:
 
 
 def run(quick: bool) -> dict[str, Any]:
-    nodes, days, runs = (3, 2, 3) if quick else (8, 31, 3)
+    nodes, days, runs = (3, 2, 1) if quick else (8, 31, 3)
     size = {"nodes": nodes, "gpus": nodes * 8, "days": days, "month": str(MONTH), "seed": SEED}
     if not _prometheus.available():
         skipped = "prometheus/promtool not installed (apt-get install prometheus)"

@@ -63,7 +63,7 @@ def _erf(x: float) -> float:
 
 def run(quick: bool) -> dict[str, Any]:
     services = 10 if quick else 100
-    runs = 3 if quick else 7
+    runs = 1 if quick else 7
     frame = _windows(services, 30)
     counts = np.array(frame["e2e_counts"].to_list())
     with tempfile.TemporaryDirectory() as tmp, open_warehouse(Path(tmp) / "q.duckdb") as wh:

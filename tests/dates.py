@@ -40,8 +40,7 @@ MOMENTS = (
 )
 
 SWEEP = (
-    "tests/simulator/test_files.py",
-    "tests/simulator/test_planted.py",
+    "tests/simulator/test_same_bytes_any_day.py",
     "tests/simulator/test_scheduler.py",
     "tests/collectors/test_collect_cli.py",
     "tests/collectors/test_scrape.py",
@@ -55,7 +54,11 @@ SWEEP = (
     "tests/warehouse/test_outbox.py",
     "tests/quota/test_workflow.py",
 )
-"""Tests that simulate a fleet, scrape a live one, or hand a clock to the service, the alert engine or quota."""
+"""Tests that simulate a fleet, scrape a live one, or hand a clock to the service, the alert engine or quota.
+
+The simulator is swept through one test that compares a small fleet's bytes with recorded digests: any
+clock read shows there, so the month-sized simulator tests (test_files, test_planted: 4-5 minutes per
+moment on two cores) run once, in the main pytest run."""
 
 
 def run(moment: Moment, pytest_args: list[str]) -> int:
