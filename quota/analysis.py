@@ -6,12 +6,13 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from datetime import datetime
 
-import numpy as np
 import polars as pl
 
 from gpusteward.config.schema import Config
 from quota.binding import binding, business_cuts, in_business
-from quota.replay import Limits, outcomes, replay, replay_jobs
+from quota.preemption import PreemptionRules, preemption_rules
+from quota.replay import Limits, observed_segments, outcomes, replay, replay_jobs
+from quota.replay_model import ClusterModel
 from quota.waits import Scheduler, wait_causes
 from sla.contention import job_spans, timelines
 from sla.fairness import cluster_shares, guaranteed_capacity
@@ -52,6 +53,65 @@ def qos_priorities(quotas: pl.DataFrame, spans: pl.DataFrame) -> dict[tuple[str,
     return found
 
 
+def node_gpus(inventory: pl.DataFrame | None, start: datetime, end: datetime) -> dict[str, dict[str, int]]:
+    """Per cluster, host -> GPUs, of the GPUs telemetry showed inside the window (GPU_INVENTORY)."""
+    if inventory is None or inventory.is_empty():
+        return {}
+    seen = inventory.filter(
+        (pl.col("last_seen").is_null() | (pl.col("last_seen") >= start))
+        & (pl.col("first_seen").is_null() | (pl.col("first_seen") < end))
+    ).select("cluster", "host", "gpu").unique().group_by("cluster", "host").len()
+    out: dict[str, dict[str, int]] = {}
+    for cluster, host, n in seen.sort("cluster", "host").iter_rows():
+        if cluster is not None and host is not None:
+            out.setdefault(cluster, {})[host] = int(n)
+    return out
+
+
+def latest_tree(tree: pl.DataFrame | None) -> dict[str, dict[str, tuple[str | None, int | None]]]:
+    """Per cluster, account -> (parent, its own GPU limit) of the latest ACCOUNT_TREE rows."""
+    if tree is None or tree.is_empty():
+        return {}
+    latest = tree.sort("ts").unique(subset=["cluster", "account"], keep="last")
+    out: dict[str, dict[str, tuple[str | None, int | None]]] = {}
+    for cluster, account, parent, limit in latest.select("cluster", "account", "parent", "gpu_limit").rows():
+        out.setdefault(cluster, {})[account] = (parent, limit)
+    return out
+
+
+def cluster_models(
+    gpus: Mapping[str, int],
+    nodes: Mapping[str, Mapping[str, int]],
+    tree: Mapping[str, Mapping[str, tuple[str | None, int | None]]],
+    qos_limits: Mapping[tuple[str, str], int | None],
+    rules: Mapping[str, PreemptionRules],
+) -> dict[str, ClusterModel]:
+    """The replay's model of each cluster: its nodes as telemetry saw them (one node of all its GPUs
+    where telemetry saw none), its account tree, QOS limits and preemption rules."""
+    out = {}
+    for cluster, total in gpus.items():
+        hosts = nodes.get(cluster, {})
+        names = tuple(sorted(hosts))
+        shape = tuple(hosts[h] for h in names) if hosts else (total,)
+        accounts = tree.get(cluster, {})
+        out[cluster] = ClusterModel(
+            shape, names if hosts else (), parents={a: p for a, (p, _l) in accounts.items()},
+            qos_limits={q: v for (c, q), v in qos_limits.items() if c == cluster},
+            account_limits={a: v for a, (_p, v) in accounts.items()},
+            rules=rules.get(cluster, PreemptionRules()),
+        )
+    return out
+
+
+def record_hosts(jobs: pl.DataFrame, start: datetime) -> pl.DataFrame | None:
+    """(cluster, job_id, submit_s, hosts) of the records, keyed as sla.contention.SPANS keys them."""
+    if "nodes" not in jobs.columns:
+        return None
+    queued = pl.coalesce("eligible_time", "submit_time") - pl.lit(start, dtype=pl.Datetime("us"))
+    return jobs.select("cluster", "job_id", (queued.dt.total_microseconds() / 1e6).alias("submit_s"),
+                       pl.col("nodes").alias("hosts"))
+
+
 SCENARIOS = pl.Schema({"cluster": pl.Utf8, "job_id": pl.Int64, "submit_s": pl.Float64, "scenario": pl.Utf8})
 """Each record's scenario, keyed as REPLAY_JOBS rows are (a job id may repeat with another submit time)."""
 
@@ -70,15 +130,16 @@ class MonthAnalysis:
     binding: pl.DataFrame  # quota.binding.BINDING
     jobs: pl.DataFrame  # quota.replay.REPLAY_JOBS
     observed: pl.DataFrame  # quota.replay.OUTCOMES of the recorded starts
-    baseline: pl.DataFrame  # REPLAY_JOBS plus replayed_start_s under the current limits
+    baseline: pl.DataFrame  # quota.replay.SEGMENTS of the replay under the current limits
     current: pl.DataFrame  # OUTCOMES of the baseline
+    models: dict[str, ClusterModel]  # what the replay knows of each cluster's scheduler
     scenarios: pl.DataFrame = field(default_factory=lambda: pl.DataFrame(schema=SCENARIOS))  # SCENARIOS
 
     def replay_with(self, limits: Limits, clusters: set[str] | None = None) -> pl.DataFrame:
         """OUTCOMES of the replay under `limits` (only `clusters`, when given)."""
-        gpus = {c: n for c, n in self.gpus.items() if clusters is None or c in clusters}
+        models = {c: m for c, m in self.models.items() if clusters is None or c in clusters}
         jobs = self.jobs if clusters is None else self.jobs.filter(pl.col("cluster").is_in(sorted(clusters)))
-        return outcomes(replay(jobs, gpus, limits), "replayed_start_s", self.length_s)
+        return outcomes(replay(jobs, models, limits), self.length_s)
 
     def segments(self, limits: Limits | None = None, clusters: set[str] | None = None) -> pl.DataFrame:
         """The replay under `limits` (None: the current limits) as SEGMENTS with each record's scenario:
@@ -86,14 +147,12 @@ class MonthAnalysis:
         if limits is None:
             ran = self.baseline
         else:
-            gpus = {c: n for c, n in self.gpus.items() if clusters is None or c in clusters}
-            ran = replay(self.jobs.filter(pl.col("cluster").is_in(sorted(gpus))), gpus, limits)
+            models = {c: m for c, m in self.models.items() if clusters is None or c in clusters}
+            ran = replay(self.jobs.filter(pl.col("cluster").is_in(sorted(models))), models, limits)
         if clusters is not None:
             ran = ran.filter(pl.col("cluster").is_in(sorted(clusters)))
-        start = pl.col("replayed_start_s").fill_null(np.inf).fill_nan(np.inf)
-        out = ran.with_columns(start.alias("start_s"), (start + pl.col("run_s")).alias("end_s"))
         kinds = self.scenarios.unique(["cluster", "job_id"], keep="first").select("cluster", "job_id", "scenario")
-        return out.join(kinds, on=["cluster", "job_id"], how="left").select(
+        return ran.join(kinds, on=["cluster", "job_id"], how="left").select(
             "cluster", "job_id", "scenario", "queue", "gpus", "submit_s", "start_s", "end_s")
 
 
@@ -106,9 +165,12 @@ def analyse(
     *,
     capacity: Mapping[str, int] | None = None,
     reasons: pl.DataFrame | None = None,
+    inventory: pl.DataFrame | None = None,
+    tree: pl.DataFrame | None = None,
 ) -> MonthAnalysis:
     """jobs: classified job records (JOBS plus scenario and team); quotas: QUOTA_SNAPSHOTS; capacity:
-    GPUs per cluster overriding the config; reasons: pending snapshots (quota.waits.wait_causes)."""
+    GPUs per cluster overriding the config; reasons: pending snapshots (quota.waits.wait_causes);
+    inventory: GPU_INVENTORY (the nodes the replay packs jobs on); tree: ACCOUNT_TREE (parents' limits)."""
     length = max(0.0, (end - start).total_seconds())
     spans = job_spans(jobs, start, end)
     accounts = latest_quotas(quotas)
@@ -126,23 +188,31 @@ def analyse(
     holders = spans.with_columns(pl.concat_str(pl.col("qos").fill_null("?"), pl.lit("/"), pl.col("team").fill_null("?"))
                                  .alias("holder"))
     by_qos = timelines(holders, "holder", edges)  # the same pieces as by_account: waits index both alike
+    accounts_tree = latest_tree(tree)
+    qos_limits = {(r["cluster"], r["name"]): r["gpu_limit"] for r in latest_quotas(quotas, "qos").iter_rows(named=True)}
+    models = cluster_models(gpus, node_gpus(inventory, start, end), accounts_tree, qos_limits,
+                            preemption_rules(jobs, qos_priority))
     schedulers = {
-        c: Scheduler(gpus.get(c), {a: v for (k, a), v in limits.items() if k == c},
-                     {q: p for (k, q), p in qos_priority.items() if k == c})
+        c: Scheduler(gpus.get(c),
+                     {**{a: v for a, (_p, v) in accounts_tree.get(c, {}).items()},
+                      **{a: v for (k, a), v in limits.items() if k == c}},
+                     {q: p for (k, q), p in qos_priority.items() if k == c},
+                     parents={a: p for a, (p, _v) in accounts_tree.get(c, {}).items()},
+                     qos_limits={q: v for (k, q), v in qos_limits.items() if k == c})
         for c in clusters
     }
     waits = wait_causes(spans, by_account, by_qos, schedulers, reasons)
     business = {c: in_business(line, *cuts[c]) for c, line in by_account.items()}
     bound = binding(by_account, limits, waits, business)
     shares = cluster_shares(jobs, config, start, end, gpus)
-    replayed = replay_jobs(spans, qos_priority, length)
-    observed = outcomes(replayed, "observed_start_s", length)
-    baseline = replay(replayed, gpus, limits)
-    current = outcomes(baseline, "replayed_start_s", length)
+    replayed = replay_jobs(spans, qos_priority, length, record_hosts(jobs, start))
+    observed = outcomes(observed_segments(replayed), length)
+    baseline = replay(replayed, models, limits)
+    current = outcomes(baseline, length)
     scenarios = spans.select([pl.col(n).cast(t) for n, t in SCENARIOS.items()]).unique(
         ["cluster", "job_id", "submit_s"], keep="first", maintain_order=True)
     return MonthAnalysis(length, gpus, guaranteed, limits, qos_priority, shares, waits, bound, replayed, observed,
-                         baseline, current, scenarios)
+                         baseline, current, models, scenarios)
 
 
 def wait_percentiles(waits: pl.DataFrame) -> pl.DataFrame:

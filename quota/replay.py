@@ -1,15 +1,13 @@
-"""What-if replay (pure): the month's job records through a model of the scheduler's limit enforcement.
+"""What-if replay (pure): the month's job records through the scheduler model (quota.replay_model).
 
-Each record is replayed with its recorded submit (eligible) time, run time and GPU count, on its
-cluster's GPUs, under a given set of account limits (GrpTRES gres/gpu). Whenever GPUs free up or a
-job arrives, pending jobs are tried in priority order: the QOS's priority first (as Slurm's
-priority/multifactor weighs it), then the record's own priority, then submit time. A job starts when
-the cluster has enough free GPUs and its account stays within its limit (Slurm's AssocGrpGRES,
-Kueue's nominalQuota); a job that does not fit is passed over and the next one tried (backfill
-without reservations). The model knows no nodes (no packing), no preemption and no reservations:
-calibration says how far that is from what the scheduler did.
+Each job is replayed with its recorded submit (eligible) time, run time, GPUs, nodes, account, QOS
+and time limit on its cluster's nodes, under a given set of account limits (GrpTRES gres/gpu),
+with the cluster's QOS limits, account tree and preemption rules (quota.replay_model.ClusterModel).
 
-- Records that started before the window keep their recorded start (they are the window's
+- A job requeued in the month (sacct --duplicates: several records of one job id) is one job to the
+  replay: queued at its first record's time, needing the run time of all its records together;
+  the replay decides whether and when it is preempted again. Observed outcomes keep every record.
+- Records that started before the window keep their recorded start and nodes (they are the window's
   starting occupancy); records that never started and ended (cancelled while pending) are left out,
   since their run time is unknown; records still pending at the window's end run for their time limit.
 - Calibration: the replay under the current limits against the recorded waits and GPU-hours. A
@@ -19,13 +17,13 @@ calibration says how far that is from what the scheduler did.
 
 from __future__ import annotations
 
-import bisect
-import heapq
 from collections.abc import Mapping
-from typing import Any
 
 import numpy as np
 import polars as pl
+
+from quota.replay_model import ClusterModel, ReplayJob, ReplayResult, run_replay
+from sla.ledger import expand_hostlist
 
 REPLAY_JOBS = pl.Schema(
     {
@@ -34,13 +32,32 @@ REPLAY_JOBS = pl.Schema(
         "account": pl.Utf8,
         "team": pl.Utf8,
         "queue": pl.Utf8,
+        "qos": pl.Utf8,
         "qos_priority": pl.Int64,
         "priority": pl.Int64,
         "submit_s": pl.Float64,  # seconds after the window's start; negative: before it
-        "run_s": pl.Float64,  # how long it ran (or its time limit if still pending at the end)
+        "run_s": pl.Float64,  # how long this record ran (or its time limit if still pending at the end)
+        "limit_s": pl.Float64,  # its time limit (null: unknown; the replay plans with its run time)
         "gpus": pl.Int64,
+        "nodes": pl.Int64,  # nodes it ran on (null: not known, e.g. never started)
+        "hosts": pl.Utf8,  # the nodes as sacct prints them (hostlist)
         "observed_start_s": pl.Float64,  # null: never started
         "pinned": pl.Boolean,  # started before the window: keeps its recorded start
+        "head": pl.Boolean,  # the first record of its job: the one the replay runs
+        "work_s": pl.Float64,  # on the head: the run time of all the job's records together
+    }
+)
+
+SEGMENTS = pl.Schema(
+    {
+        "cluster": pl.Utf8,
+        "job_id": pl.Int64,
+        "team": pl.Utf8,
+        "queue": pl.Utf8,
+        "gpus": pl.Int64,
+        "submit_s": pl.Float64,  # queued (eligible) at; negative: before the window
+        "start_s": pl.Float64,  # inf: never started
+        "end_s": pl.Float64,
     }
 )
 
@@ -60,118 +77,125 @@ Limits = Mapping[tuple[str, str], int | None]
 """(cluster, account) -> GPU limit; None or missing: unlimited."""
 
 
-def replay_jobs(spans: pl.DataFrame, qos_priority: Mapping[tuple[str, str], int], length_s: float) -> pl.DataFrame:
+def replay_jobs(
+    spans: pl.DataFrame, qos_priority: Mapping[tuple[str, str], int], length_s: float,
+    hosts: pl.DataFrame | None = None,
+) -> pl.DataFrame:
     """REPLAY_JOBS from sla.contention.SPANS over a window of `length_s` seconds; qos_priority:
-    (cluster, QOS) -> the QOS's priority (missing: 0)."""
+    (cluster, QOS) -> the QOS's priority (missing: 0); hosts: (cluster, job_id, submit_s, hosts) of the
+    records, the nodes sacct names (optional: without them every job spans the fewest nodes it can)."""
     started = pl.col("started")
     still_pending = ~started & (pl.col("pend_e") >= length_s) & pl.col("time_limit_min").is_not_null()
+    limit = pl.col("time_limit_min").cast(pl.Float64) * 60.0
+    ran = pl.col("run_e") - pl.col("run_s")
     out = spans.filter(started | still_pending).with_columns(
         pl.concat_str(pl.col("cluster"), pl.lit("/"), pl.col("partition").fill_null("?")).alias("queue"),
+    ).with_columns(
         pl.when(started).then(pl.col("run_s")).otherwise(None).alias("observed_start_s"),
         (started & (pl.col("run_s") <= 0) & (pl.col("submit_s") < 0)).alias("pinned"),
-        pl.when(started).then(pl.col("run_e") - pl.col("run_s"))
-        .otherwise(pl.col("time_limit_min").cast(pl.Float64) * 60.0).alias("run_s"),
+        # A record still pending at the end never showed its run time: the median of its queue's
+        # records that ran, within its time limit (its limit alone where none ran).
+        pl.when(started).then(ran)
+        .otherwise(pl.min_horizontal(limit, ran.filter(started).median().over("cluster", "queue").fill_null(limit)))
+        .alias("run_s"),
+        limit.alias("limit_s"),
         pl.col("priority").fill_null(0),
+    )
+    if hosts is not None and not hosts.is_empty():
+        out = out.join(hosts.select("cluster", "job_id", "submit_s", "hosts").unique(
+            ["cluster", "job_id", "submit_s"], keep="first"), on=["cluster", "job_id", "submit_s"], how="left")
+    else:
+        out = out.with_columns(pl.lit(None, dtype=pl.Utf8).alias("hosts"))
+    out = out.with_columns(
+        pl.when(started).then(pl.col("hosts").map_elements(lambda h: len(expand_hostlist(h)) or None,
+                                                           return_dtype=pl.Int64)).alias("nodes"),
     )
     qos = pl.DataFrame(
         [{"cluster": c, "qos": q, "qos_priority": p} for (c, q), p in qos_priority.items()],
         schema={"cluster": pl.Utf8, "qos": pl.Utf8, "qos_priority": pl.Int64}, orient="row",
     )
     out = out.join(qos, on=["cluster", "qos"], how="left").with_columns(pl.col("qos_priority").fill_null(0))
+    # A job id with several records was requeued: the first record is the job, the rest its restarts.
+    out = out.sort("cluster", "job_id", "submit_s").with_columns(
+        (pl.int_range(pl.len()).over("cluster", "job_id") == 0).alias("head"),
+        pl.col("run_s").sum().over("cluster", "job_id").alias("work_s"),
+    )
     return out.select([pl.col(n).cast(t) for n, t in REPLAY_JOBS.items()])
 
 
-class _Cluster:
-    """One cluster's replay state: free GPUs, GPUs per account, pending jobs in priority order."""
-
-    def __init__(self, jobs: pl.DataFrame, gpus: int, limits: Mapping[str, int | None]) -> None:
-        n = jobs.height
-        self.submit = jobs["submit_s"].to_numpy()
-        self.run = jobs["run_s"].to_numpy()
-        self.size = jobs["gpus"].to_numpy().astype(int)
-        self.account = jobs["account"].fill_null("").to_list()
-        self.order = list(zip((-jobs["qos_priority"]).to_list(), (-jobs["priority"]).to_list(), self.submit.tolist(),
-                              range(n), strict=True))
-        self.limits = limits
-        self.start = np.full(n, np.inf)
-        self.events: list[tuple[float, int, int]] = []  # (time, 0 end / 1 arrival, job)
-        self.free = gpus
-        self.used: dict[str, int] = {}
-        self.pending: list[tuple[Any, ...]] = []
-        observed = jobs["observed_start_s"].to_numpy()
-        for i, pinned in enumerate(jobs["pinned"].to_list()):
-            if pinned:
-                self.begin(i, float(observed[i]))
-            else:
-                heapq.heappush(self.events, (float(self.submit[i]), 1, i))
-
-    def fits(self, i: int) -> bool:
-        cap = self.limits.get(self.account[i])
-        within = cap is None or self.used.get(self.account[i], 0) + self.size[i] <= cap
-        return bool(self.size[i] <= self.free and within)
-
-    def begin(self, i: int, t: float) -> None:
-        self.start[i] = t
-        self.free -= int(self.size[i])
-        self.used[self.account[i]] = self.used.get(self.account[i], 0) + int(self.size[i])
-        heapq.heappush(self.events, (t + float(self.run[i]), 0, i))
-
-    def step(self) -> None:
-        """Everything that happens at the next event time: ends free GPUs, arrivals queue, then a pass."""
-        t = self.events[0][0]
-        freed = False
-        arrived: list[int] = []
-        while self.events and self.events[0][0] == t:
-            _t, kind, i = heapq.heappop(self.events)
-            if kind == 0:
-                self.free += int(self.size[i])
-                self.used[self.account[i]] -= int(self.size[i])
-                freed = True
-            else:
-                arrived.append(i)
-        for i in arrived:
-            bisect.insort(self.pending, self.order[i])
-        # Nothing freed: only the new arrivals can start (nothing else changed since the last pass).
-        candidates = list(self.pending) if freed else sorted(self.order[i] for i in arrived)
-        for key in candidates:
-            if self.free <= 0:
-                break
-            if self.fits(key[3]):
-                self.begin(key[3], t)
-                self.pending.pop(bisect.bisect_left(self.pending, key))
+def _jobs_of(frame: pl.DataFrame, model: ClusterModel) -> list[ReplayJob]:
+    largest = max(model.node_gpus, default=1) or 1
+    cols = frame.select(
+        "gpus", "nodes", pl.coalesce("work_s", "run_s").alias("work"), "limit_s", "pinned", "observed_start_s",
+        "hosts", pl.col("account").fill_null(""), pl.col("qos").fill_null(""),
+        pl.col("qos_priority").fill_null(0), pl.col("priority").fill_null(0), "submit_s",
+    ).to_dict(as_series=False)
+    jobs = []
+    for gpus, nodes, work, limit, pinned, observed, hosts, account, qos, qos_priority, priority, submit in zip(
+            *cols.values(), strict=True):
+        least = -(-gpus // largest)
+        kept = bool(pinned) and observed is not None
+        jobs.append(ReplayJob(
+            submit=submit, work=work, limit=max(limit if limit is not None and limit > 0 else work, work), gpus=gpus,
+            nodes=max(1, least, min(gpus, nodes or least)), account=account, qos=qos,
+            order=(-float(qos_priority), -float(priority), submit),
+            pinned_start=observed if kept else None, pinned_hosts=tuple(expand_hostlist(hosts)) if kept else (),
+        ))
+    return jobs
 
 
-def replay_cluster(jobs: pl.DataFrame, gpus: int, limits: Mapping[str, int | None]) -> np.ndarray:
-    """Replayed start (seconds) of each of one cluster's REPLAY_JOBS rows; inf: never started."""
-    state = _Cluster(jobs, gpus, limits)
-    while state.events:
-        state.step()
-    return state.start
+def replay_segments(jobs: pl.DataFrame, model: ClusterModel | int, limits: Mapping[str, int | None]) -> ReplayResult:
+    """The replay of one cluster's REPLAY_JOBS (job indices: among its head rows); an int model: a
+    cluster of that many GPUs whose nodes are unknown."""
+    chosen = model if isinstance(model, ClusterModel) else ClusterModel.pool(model)
+    return run_replay(_jobs_of(jobs.filter(pl.col("head")), chosen), chosen, limits)
 
 
-def replay(jobs: pl.DataFrame, gpus: Mapping[str, int], limits: Limits) -> pl.DataFrame:
-    """REPLAY_JOBS plus `replayed_start_s`, every cluster with a known GPU count replayed."""
+def replay_cluster(jobs: pl.DataFrame, model: ClusterModel | int, limits: Mapping[str, int | None]) -> np.ndarray:
+    """The first replayed start (seconds) of each head row of one cluster's REPLAY_JOBS; inf: never started."""
+    heads = jobs.filter(pl.col("head"))
+    start = np.full(heads.height, np.inf)
+    for i, _queued, began, _end in replay_segments(jobs, model, limits).segments:
+        start[i] = min(start[i], began)
+    return start
+
+
+def replay(jobs: pl.DataFrame, models: Mapping[str, ClusterModel], limits: Limits) -> pl.DataFrame:
+    """SEGMENTS of every cluster with a model, replayed under `limits`."""
     parts = []
-    for cluster in sorted(gpus):
-        mine = jobs.filter(pl.col("cluster") == cluster)
+    for cluster in sorted(models):
+        mine = jobs.filter((pl.col("cluster") == cluster) & pl.col("head"))
         if mine.is_empty():
             continue
         mine_limits = {a: v for (c, a), v in limits.items() if c == cluster}
-        parts.append(mine.with_columns(pl.Series("replayed_start_s", replay_cluster(mine, gpus[cluster], mine_limits))))
+        segments = replay_segments(mine, models[cluster], mine_limits).segments
+        if not segments:
+            continue
+        index, queued, began, ended = (list(x) for x in zip(*segments, strict=True))
+        parts.append(mine.select("cluster", "job_id", "team", "queue", "gpus")[index].with_columns(
+            pl.Series("submit_s", queued, dtype=pl.Float64), pl.Series("start_s", began, dtype=pl.Float64),
+            pl.Series("end_s", ended, dtype=pl.Float64),
+        ))
     if not parts:
-        return jobs.with_columns(pl.lit(None, dtype=pl.Float64).alias("replayed_start_s")).head(0)
-    return pl.concat(parts)
+        return pl.DataFrame(schema=SEGMENTS)
+    return pl.concat(parts).select([pl.col(n).cast(t) for n, t in SEGMENTS.items()])
 
 
-def outcomes(jobs: pl.DataFrame, start_column: str, length_s: float) -> pl.DataFrame:
-    """OUTCOMES of records with starts in `start_column` (observed_start_s or replayed_start_s).
+def observed_segments(jobs: pl.DataFrame) -> pl.DataFrame:
+    """SEGMENTS of the records as the scheduler ran them (every record, requeues included)."""
+    start = pl.col("observed_start_s").fill_null(np.inf)
+    return jobs.with_columns(start.alias("start_s"), (start + pl.col("run_s")).alias("end_s")).select(
+        [pl.col(n).cast(t) for n, t in SEGMENTS.items()])
 
-    Waits are of records submitted inside the window, censored at its end (a job still waiting then
-    counts the wait it had so far); GPU-hours are those held inside the window."""
-    begin = pl.col(start_column).fill_null(np.inf).fill_nan(np.inf)
-    frame = jobs.with_columns(
+
+def outcomes(segments: pl.DataFrame, length_s: float) -> pl.DataFrame:
+    """OUTCOMES of SEGMENTS: waits of the segments queued inside the window, censored at its end (one
+    still waiting then counts the wait it had so far); GPU-hours held inside the window."""
+    begin = pl.col("start_s").fill_null(np.inf).fill_nan(np.inf)
+    end = pl.col("end_s").fill_null(np.inf).fill_nan(np.inf)
+    frame = segments.with_columns(
         (pl.min_horizontal(begin, pl.lit(length_s)) - pl.col("submit_s")).clip(lower_bound=0.0).alias("_wait"),
-        ((pl.min_horizontal(begin + pl.col("run_s"), pl.lit(length_s)) - pl.max_horizontal(begin, pl.lit(0.0)))
+        ((pl.min_horizontal(end, pl.lit(length_s)) - pl.max_horizontal(begin, pl.lit(0.0)))
          .clip(lower_bound=0.0) * pl.col("gpus") / 3600.0).fill_nan(0.0).alias("_gpu_hours"),
         (pl.col("submit_s") >= 0).alias("_inside"),
     )

@@ -296,9 +296,10 @@ def quota_whatif(config_path: str | None, db_path: str | None, month: Month | No
             changes = {**{(i.cluster, i.name): i.proposed_gpus for i in stored.changes
                           if i.kind == "account" and i.proposed_gpus is not None}, **changes}
         inputs = wh.evaluation_inputs(chosen, idle=config.idle)
+        tree = wh.slurm_queue(chosen)[1]
     window = window_of(inputs)
     analysis = analyse(classified_jobs(inputs, config), inputs.quota_snapshots, config, window.start, window.end,
-                       capacity=cluster_gpus(config, inputs.gpus))
+                       capacity=cluster_gpus(config, inputs.gpus), inventory=inputs.gpus, tree=tree)
     unknown = sorted(f"{c}/{a}" for c, a in changes if (c, a) not in analysis.limits)
     if unknown:
         raise click.ClickException(f"no account limit stored for {', '.join(unknown)} in {chosen}")

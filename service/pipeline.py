@@ -45,7 +45,8 @@ def evaluate(wh: Warehouse, config: Config, month: Month) -> MonthOutputs:
     month = month.in_zone(config.timezone)
     inputs = wh.evaluation_inputs(month, idle=config.idle)
     outputs = evaluate_month(inputs, config)
-    plan = _plan(outputs, inputs, config, wh.slurm_queue(month)[0])
+    pending, tree, _usage = wh.slurm_queue(month)
+    plan = _plan(outputs, inputs, config, pending, tree)
     wh.store_plan(
         plan.id, month, plan.created_at, plan.status, dry_run=plan.dry_run, body=plan.to_dict(), items=plan.to_frame()
     )
@@ -57,13 +58,15 @@ def evaluate(wh: Warehouse, config: Config, month: Month) -> MonthOutputs:
     return outputs
 
 
-def _plan(outputs: MonthOutputs, inputs: EvaluationInputs, config: Config, pending: pl.DataFrame) -> Plan:
+def _plan(outputs: MonthOutputs, inputs: EvaluationInputs, config: Config, pending: pl.DataFrame,
+          tree: pl.DataFrame | None = None) -> Plan:
     # A plan's id is derived from the changes it proposes, so re-running on the same data gives the
     # same plan instead of a pile of copies (and float noise in the inputs cannot change it).
     window = window_of(inputs)
     # The scheduler's own pending reasons (squeue / slurmrestd snapshots) override the derived causes.
     analysis = analyse(classified_jobs(inputs, config), inputs.quota_snapshots, config, window.start, window.end,
-                       capacity=cluster_gpus(config, inputs.gpus), reasons=pending_reasons(pending, window.start))
+                       capacity=cluster_gpus(config, inputs.gpus), reasons=pending_reasons(pending, window.start),
+                       inventory=inputs.gpus, tree=tree)
     draft = recommend(analysis, outputs.results, config, "draft")
     proposed = {
         (r["cluster"], r["name"]): r["proposed_gpus"]

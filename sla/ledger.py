@@ -51,7 +51,7 @@ def expand_hostlist(text: str | None) -> list[str]:
     return hosts
 
 
-def _gainers(preempted: pl.DataFrame, jobs: pl.DataFrame) -> pl.DataFrame:
+def gainers(preempted: pl.DataFrame, jobs: pl.DataFrame) -> pl.DataFrame:
     """For each preempted record (cluster, job_id, end_time): the job that took its nodes."""
     # Candidates meet on (cluster, host, minute): each lost record looks only at the minutes of its
     # gain window, not at every job the host ever ran (a month of a big fleet has ~1,000 per host).
@@ -89,7 +89,7 @@ def ledger(inputs: EvaluationInputs, config: Config) -> pl.DataFrame:
     held_h = gpus.cast(pl.Float64) * (pl.col("end_time") - pl.col("start_time")).dt.total_microseconds() / 3.6e9
     ended = jobs.filter(ended_in(window))
     preempted = ended.filter(pl.col("_state") == "PREEMPTED")
-    gained = _gainers(preempted, jobs)
+    gained = gainers(preempted, jobs)
     pre = preempted.join(gained, on=["cluster", "job_id", "end_time"], how="left").select(
         pl.col("end_time").alias("ts"), pl.lit("preemption").alias("action"), "cluster", "job_id", "team", "scenario",
         pl.col("gpus_allocated").alias("gpus"), held_h.alias("gpu_hours_held"),
