@@ -10,8 +10,9 @@ where the measurement falls outside the calibration error the review says so (be
 predicted), and docs/quota.md reports the figures.
 
 The pool's time zone is UTC here, so each simulated run is exactly one review month. The scheduler's
-files are imported (job records, sacctmgr snapshots) and the first day of GPU telemetry, for the GPU
-inventory the replay packs jobs on; the rest of the telemetry answers no question of the loop's. Month 1's records
+files are imported (job records, sacctmgr snapshots) and the first and last day of GPU telemetry, for
+the GPU inventory the replay packs jobs on and the month's end; the days between answer no question of
+the loop's. Month 1's records
 still running or pending at its end stay open in the warehouse (the simulator's month ends there); the
 measurement reads only the records submitted in month 2, which they are not.
 """
@@ -44,9 +45,10 @@ SEED = 7
 NODES = 8  # the example config's clusters: 32 GPUs each
 DAYS = 28  # February 2026; March 2026 starts on the same weekday (a Sunday)
 FIRST, SECOND = Month(2026, 2), Month(2026, 3)
-# The loop is about waits and limits: job records, sacctmgr snapshots, and the first day of GPU telemetry
-# (the GPU inventory: the nodes the replay packs jobs on). The other days' telemetry is not imported.
-NO_TELEMETRY = ("vllm", "????-??-0[2-9].om.gz", "????-??-[1-3]?.om.gz")
+# The loop is about waits and limits: job records, sacctmgr snapshots, and GPU telemetry of the first and
+# last day only: the GPU inventory (the nodes the replay packs jobs on) and where the data ends (the
+# month's window). The days between are not imported.
+NO_TELEMETRY = ("vllm", "????-??-0[2-9].om.gz", "????-??-1?.om.gz", "????-??-2[0-7].om.gz")
 APPROVED = datetime(2026, 2, 28, 20, 0, tzinfo=UTC)
 APPLIED = datetime(2026, 2, 28, 21, 0, tzinfo=UTC)
 
