@@ -16,7 +16,9 @@ import polars as pl
 
 from gpusteward.config.protection import configured_lines
 from gpusteward.config.schema import Config
-from gpusteward.durations import format_duration
+from reports.data_text import evidence_text
+from reports.locale import LANGS, Formatter
+from reports.model import Moment, Quantity, QuantityKind
 from sla.common import naive_utc
 from sla.protection import INFERENCE_RESERVE
 
@@ -35,16 +37,15 @@ _LINES: dict[str, tuple[str, str, str, str]] = {
     "interactive_limits": ("InteractiveSessionsNotReclaimed", "team", "interactive_limits", "cluster"),
     "burn_rate": ("InferenceErrorBudgetBurn", "service", "burn_rate", "service"),
 }
-_SUMMARIES: dict[str, str] = {
-    "inference_preemption": "Online inference on {subject} was preempted for training "
-    "({worst:g} replicas) for {lasted}",
-    "training_preemption": "Training preemption ratio on {subject} reached {worst:.0%}, "
-    "above {threshold:.0%}, for {lasted}",
-    "queue_wait": "Jobs in queue {subject} waited past the {threshold_h:.1f} h limit for {lasted}",
-    "interactive_limits": "{worst:g} interactive sessions of {subject} ran past their idle or lifetime limit "
-    "without being reclaimed ({lasted})",
-    "burn_rate": "Service {subject} burned its error budget at {worst:.1f}x (limit {threshold:g}x) for {lasted}",
+_SUMMARY_KINDS: dict[str, tuple[QuantityKind, QuantityKind]] = {
+    INFERENCE_RESERVE: ("gpus", "gpus"),
+    "inference_preemption": ("count", "count"),
+    "training_preemption": ("percent", "percent"),
+    "queue_wait": ("duration", "duration"),
+    "interactive_limits": ("count", "count"),
+    "burn_rate": ("multiple", "multiple"),
 }
+"""How the worst value and the threshold of each line are written in its summary (`alert.summary.<line>`)."""
 
 
 def rfc3339(moment: datetime) -> str:
@@ -87,19 +88,25 @@ def _alert_name(line: str) -> str:
     return known[0] if known else "".join(p.capitalize() for p in line.split("_")) + "Breach"
 
 
-def _summary(line: str, ep: dict[str, Any]) -> str:
-    lasted = format_duration(ep["end"] - ep["start"])
-    if line == INFERENCE_RESERVE:
-        return (
-            f"Online inference on {ep['subject']} had as few as {ep['worst_value']:.0f} GPUs available, "
-            f"below its reserve of {ep['threshold']:.0f}, for {lasted}"
-        )
-    worst, threshold = ep["worst_value"] or 0.0, ep["threshold"] or 0.0
-    template = _SUMMARIES.get(line)
-    if template is None:
-        return f"{line} on {ep['subject']}: {worst:g} against {threshold:g} for {lasted}"
-    return template.format(
-        subject=ep["subject"], worst=worst, threshold=threshold, threshold_h=threshold / 3600, lasted=lasted
+def _summary(line: str, ep: dict[str, Any], fmt: Formatter) -> str:
+    """The alert's one-line summary in the formatter's language, from the catalogue (`alert.summary.*`)."""
+    worst_kind, threshold_kind = _SUMMARY_KINDS.get(line, ("number", "number"))
+    key = f"alert.summary.{line}" if line in _SUMMARY_KINDS else "alert.summary.other"
+    return fmt.t(
+        key, line=line, subject=ep["subject"],
+        worst=fmt.quantity(Quantity(ep["worst_value"], worst_kind)),
+        threshold=fmt.quantity(Quantity(ep["threshold"], threshold_kind)),
+        lasted=fmt.duration((ep["end"] - ep["start"]).total_seconds()),
+    )
+
+
+def _description(state: str, line: str, ep: dict[str, Any], fmt: Formatter) -> str:
+    """What happened, in the formatter's language; times in its zone, named (`alert.description.<state>`)."""
+    return fmt.t(
+        f"alert.description.{state}", line=fmt.term("line", line), subject=ep["subject"],
+        start=fmt.cell(Moment(ep["start"], labelled=True)), end=fmt.cell(Moment(ep["end"], labelled=True)),
+        minutes=fmt.number(ep["minutes"] or 0), worst=fmt.quantity(Quantity(ep["worst_value"], "number")),
+        threshold=fmt.quantity(Quantity(ep["threshold"], "number")),
     )
 
 
@@ -138,11 +145,11 @@ def alerts_from_episodes(episodes: pl.DataFrame, config: Config, *, data_end: da
         line, subject = ep["line"], ep["subject"]
         firing = last is not None and ep["end"] + _keep_firing_for(config, line, subject) >= last
         if not firing:
-            state = "to " + rfc3339(ep["end"])
+            state = "resolved"
         elif last is not None and ep["end"] < last:
-            state = f"and is not resolved: clear since {rfc3339(ep['end'])}, within the line's keep_firing_for"
+            state = "clearing"
         else:
-            state = "and still is"
+            state = "firing"
         subject_label = _LINES[line][1] if line in _LINES else "subject"
         labels = {
             "alertname": _alert_name(line),
@@ -151,19 +158,23 @@ def alerts_from_episodes(episodes: pl.DataFrame, config: Config, *, data_end: da
             "line": line,
         }
         annotations = {
-            "summary": _summary(line, ep),
-            "description": (
-                f"Protection line {line} on {subject} was breached from {rfc3339(ep['start'])} "
-                f"{state} ({ep['minutes']} breaching minutes); "
-                f"worst value {ep['worst_value']:g}, threshold {ep['threshold']:g}."
-            ),
-            "evidence": ep["evidence"] or "",
+            "summary": _summary(line, ep, Formatter("en", zone=config.timezone)),
+            "description": _description(state, line, ep, Formatter("en", zone=config.timezone)),
+            "evidence": evidence_text(ep["evidence"], Formatter("en", zone=config.timezone)),
             "fallback": ep["fallback"] or "",
             # The figures of the summary as data, so a reader can say it in its own language.
             "worst_value": f"{ep['worst_value']:g}" if ep["worst_value"] is not None else "",
             "threshold": f"{ep['threshold']:g}" if ep["threshold"] is not None else "",
         }
-        # A fallback written per language rides along as fallback_<lang> (e.g. fallback_zh).
+        # The summary and evidence in the other languages ride along as summary_<lang> and
+        # evidence_<lang> (e.g. evidence_zh), and a fallback written per language as fallback_<lang>.
+        for lang in LANGS:
+            if lang != "en":
+                fmt = Formatter(lang, zone=config.timezone)
+                annotations[f"summary_{lang}"] = _summary(line, ep, fmt)
+                annotations[f"description_{lang}"] = _description(state, line, ep, fmt)
+                if ep["evidence"]:
+                    annotations[f"evidence_{lang}"] = evidence_text(ep["evidence"], fmt)
         for cfg_line in _configured(config, line, subject)[:1]:
             if str(cfg_line.fallback) == ep["fallback"]:
                 annotations |= {f"fallback_{lang}": text for lang, text in cfg_line.fallback.translations

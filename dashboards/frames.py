@@ -15,6 +15,7 @@ import polars as pl
 from dashboards.data import OverviewData
 from dashboards.texts import Texts
 from reports.context import FRAMES, indicator_bound, indicator_kind
+from reports.data_text import evidence_text
 from reports.findings import line_kind
 from reports.model import Quantity
 
@@ -125,7 +126,7 @@ def sla_table(data: OverviewData, tx: Texts) -> pl.DataFrame | None:
         values = (
             _status(r["met"], tx), fmt.term("scenario", r["scenario"]), subject, fmt.term("indicator", ind),
             fmt.quantity(Quantity(r["value"], indicator_kind(ind))), objective, r["rows"],
-            fmt.quantity(Quantity(r["completeness"], "percent")), r["evidence"] or "",
+            fmt.quantity(Quantity(r["completeness"], "percent")), evidence_text(r["evidence"], fmt),
         )
         for column, value in zip(out, values, strict=True):
             out[column].append(value)
@@ -175,7 +176,7 @@ def episodes_table(data: OverviewData, tx: Texts) -> pl.DataFrame | None:
         tx("col.severity"): [fmt.term("severity", r["severity"]) for r in rows],
         tx("col.fallback"): [data.fallbacks.get(r["fallback"] or "", {}).get(tx.lang, r["fallback"] or "")
                                for r in rows],
-        tx("col.evidence"): [r["evidence"] or "" for r in rows],
+        tx("col.evidence"): [evidence_text(r["evidence"], fmt) for r in rows],
     })
 
 
@@ -199,7 +200,7 @@ def completeness_table(data: OverviewData, tx: Texts) -> pl.DataFrame | None:
             fmt.quantity(Quantity(r["present"] / r["expected"] if r["expected"] else None, "percent"))
             for r in rows
         ],
-        tx("col.detail"): [r["detail"] or "" for r in rows],
+        tx("col.detail"): [evidence_text(r["detail"], fmt) for r in rows],
     }, schema_overrides={tx(f"col.{c}"): pl.Int64 for c in ("expected", "present", "missing")})
 
 

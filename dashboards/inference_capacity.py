@@ -11,6 +11,7 @@ from __future__ import annotations
 import polars as pl
 
 from dashboards.view import View
+from reports.data_text import evidence_text
 from reports.model import Quantity
 from sla.capacity import NEAR_CAPACITY, SERVICE_CAPACITY_INDICATORS, near_capacity
 
@@ -45,5 +46,6 @@ def capacity_table(view: View) -> pl.DataFrame | None:
             tx.fmt.quantity(Quantity(value(s, "capacity_headroom"), "percent")) for s in services
         ],
         tx("col.objective"): [tx.fmt.quantity(Quantity(limit(s), "percent", "at_least")) for s in services],
-        tx("col.evidence"): [str((by.get((s, "capacity_headroom")) or {}).get("evidence") or "") for s in services],
+        tx("col.evidence"): [evidence_text((by.get((s, "capacity_headroom")) or {}).get("evidence"), tx.fmt)
+                             for s in services],
     })

@@ -10,6 +10,7 @@ import polars as pl
 from dashboards.texts import Texts
 from dashboards.view import View
 from reports.context import indicator_bound, indicator_kind
+from reports.data_text import evidence_text
 from reports.model import Quantity
 from reports.plan_text import render
 
@@ -67,7 +68,7 @@ def results_table(view: View, results: pl.DataFrame, *, subject_label: str = "co
         tx("col.objective"): [_objective(tx, r["indicator"], r["objective"]) for r in rows],
         tx("col.budget_left"): [tx.fmt.quantity(Quantity(r["budget_left"], "percent")) for r in rows],
         tx("col.completeness"): [tx.fmt.quantity(Quantity(r["completeness"], "percent")) for r in rows],
-        tx("col.evidence"): [r["evidence"] or "" for r in rows],
+        tx("col.evidence"): [evidence_text(r["evidence"], tx.fmt) for r in rows],
     })
 
 

@@ -3,6 +3,7 @@ limit, the GPUs and pending jobs of its subtree, and the jobs a parent's limit h
 
 from __future__ import annotations
 
+from gpusteward import evidence as stored_evidence
 from reports.context import Context
 from reports.evidence import Evidence
 from reports.model import Block, Cell, Column, Message, Quantity, Row, Table, Term, Text
@@ -34,7 +35,8 @@ def account_blocks(ctx: Context) -> list[Block]:
             Quantity(row["held_by_own_limit"], "count"),
             Quantity(row["held_by_parent"], "count"),
         )
-        pointer = f"pending_jobs, account_tree, quota_usage cluster={row['cluster']} account subtree {row['path']}"
+        pointer = stored_evidence.encode([stored_evidence.part(
+            "account_subtree", cluster=str(row["cluster"]), path=str(row["path"]))])
         note = ctx.notes.ref(Evidence("month_accounts", None, None, None, pointer))
         rows.append(Row(cells, note))
         if row["held_by_parent"] and row["parent_holding"]:

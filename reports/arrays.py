@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import polars as pl
 
+from gpusteward import evidence as stored_evidence
 from reports.context import Context
 from reports.evidence import Evidence
 from reports.model import Block, Cell, Column, Message, Quantity, Row, Table, Term, Text
@@ -35,7 +36,8 @@ def array_blocks(ctx: Context) -> list[Block]:
             Quantity(row["wait_max_s"], "duration"),
             Text(row["longest_wait_task"]) if row["longest_wait_task"] else Term("common", "none"),
         )
-        pointer = f"jobs with cluster={row['cluster']} array_job_id={row['array_job_id']} in the month"
+        pointer = stored_evidence.encode([stored_evidence.part(
+            "array_records", cluster=str(row["cluster"]), array=str(row["array_job_id"]))])
         rows.append(Row(cells, ctx.notes.ref(Evidence("month_arrays", int(row["records"] or 0), None, None, pointer))))
     columns = (
         Column("col.array"),

@@ -1,51 +1,49 @@
-"""Text a producer below reports/ writes in English from a fixed template, given in every language.
+"""Evidence written by the evaluators (gpusteward.evidence parts) as catalogue messages.
 
-Some detail strings come from sla/ as English sentences around data (`longest gap: <host> GPU 3, ...`).
-Each such template is a catalogue key of a `data.<producer>.*` group; its English text is the
-template itself, with `{name}` where data goes. `data_text` matches the string against the English
-templates and fills the same data into each language's text. A string no template matches is
-written as it is (English), which tests/reports/test_chinese_only.py would catch.
+Each part's code is a `data.evidence.<code>` key; its values become cells: amounts are quantities
+in the reader's language, instants are written in the reader's time zone with the zone named,
+catalogue words are looked up, names and ids are written as they are. Text stored before evidence
+was data is one `data.evidence.verbatim` message.
 """
 
 from __future__ import annotations
 
-import functools
-import re
+from collections.abc import Sequence
 
-from reports.locale import LANGS, load_catalogue
-from reports.model import Text
+from gpusteward import evidence as ev
+from reports.locale import Formatter
+from reports.model import Cell, Message, Moment, Phrases, Quantity, Term, Terms, Text
 
-
-@functools.cache
-def _templates(group: str) -> tuple[tuple[str, re.Pattern[str]], ...]:
-    english = load_catalogue("en")
-    out = []
-    for key, template in english.items():
-        if not key.startswith(f"{group}."):
-            continue
-        parts = re.split(r"\{(\w+)\}", template)
-        pattern = "".join(re.escape(p) if i % 2 == 0 else f"(?P<{p}>.+?)" for i, p in enumerate(parts))
-        out.append((key, re.compile(f"^{pattern}$", re.S)))
-    return tuple(out)
+GROUP = "data.evidence"
 
 
-def evidence_text(text: str, lang: str, join: str) -> str:
-    """An evidence pointer from sla/ ("; "-separated parts) in `lang`: each part a `data.evidence.*`
-    template matches is given in that language, the others (ids, `key=value` pointers) as they are."""
-    return join.join(dict(data_text(part, "data.evidence").translations).get(lang, part) for part in text.split("; "))
+def _cell(value: ev.Value) -> Cell:
+    if isinstance(value, ev.Amount):
+        return Quantity(value.value, value.kind)
+    if isinstance(value, str):
+        return Text(value)
+    if isinstance(value, ev.Word):
+        return Term(value.group, value.name)
+    if isinstance(value, ev.Names):
+        return Terms(GROUP + ".name", value.items)  # no such catalogue words: each written as it is
+    if isinstance(value, tuple):
+        return Phrases(messages(value), "items")
+    return Moment(value, labelled=True)
 
 
-def _fill(template: str | None, values: dict[str, str], written: str) -> str:
-    return written if template is None else template.format(**values)
+def message(part: ev.Part) -> Message:
+    return Message(f"{GROUP}.{part.code}", tuple((name, _cell(v)) for name, v in part.values))
 
 
-def data_text(text: str, group: str) -> Text:
-    """`text` as a Text cell, with its translations when one of the group's templates matches it."""
-    for key, pattern in _templates(group):
-        found = pattern.match(text)
-        if found is not None:
-            # a language whose catalogue lacks the key keeps the text as written (the catalogue test
-            # fails on such a gap; a review is never lost to it)
-            pairs = tuple((lang, _fill(load_catalogue(lang).get(key), found.groupdict(), text)) for lang in LANGS)
-            return Text(text, translations=pairs)
-    return Text(text)
+def messages(parts: Sequence[ev.Part]) -> tuple[Message, ...]:
+    return tuple(message(p) for p in parts)
+
+
+def evidence_phrases(text: str | None) -> Phrases:
+    """Stored evidence (an `evidence` or `detail` column) as messages, one after the other."""
+    return Phrases(messages(ev.decode(text)), "list")
+
+
+def evidence_text(text: str | None, fmt: Formatter) -> str:
+    """Stored evidence written in the formatter's language and time zone."""
+    return fmt.cell(evidence_phrases(text))

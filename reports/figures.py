@@ -11,6 +11,7 @@ from typing import Any
 
 import polars as pl
 
+from gpusteward import evidence as stored_evidence
 from reports.context import Context
 from reports.evidence import Evidence, nullable_sum, overall_coverage, ratio
 from reports.model import Cell, Chart, Message, Series, Term, Text
@@ -107,7 +108,8 @@ def scenario_chart(ctx: Context, usage: pl.DataFrame) -> Chart | None:
         return None
     clusters = sorted({str(c) for c in usage["cluster"].to_list() if c is not None})
     coverage = overall_coverage(ctx.frame("completeness"), "jobs", clusters)
-    note = ctx.notes.ref(Evidence("usage", usage.height, coverage, None, "by scenario"))
+    note = ctx.notes.ref(Evidence("usage", usage.height, coverage, None,
+                                       stored_evidence.encode([stored_evidence.part("by_scenario")])))
     categories: tuple[Cell, ...] = tuple(Term("scenario", str(s)) for s in scenarios["scenario"].to_list())
     return Chart("gpu_hours_by_scenario", "bars", categories, (Series(Term("col", "gpu_hours"), values),), note=note)
 
@@ -125,7 +127,8 @@ def idle_chart(ctx: Context, idle: pl.DataFrame, covered: float | None) -> Chart
         Series(Term("col", label), tuple(_scaled(v, 60) for v in teams[part].to_list()))
         for label, part in zip(labels, parts, strict=True)
     )
-    note = ctx.notes.ref(Evidence("idle_by_job", idle.height, covered, None, "by team"))
+    note = ctx.notes.ref(Evidence("idle_by_job", idle.height, covered, None,
+                                       stored_evidence.encode([stored_evidence.part("per_team")])))
     categories: tuple[Cell, ...] = tuple(ctx.team(str(t)) for t in teams["team"].to_list())
     return Chart("idle_by_team", "stacked", categories, series, note=note)
 

@@ -19,9 +19,10 @@ from typing import Any
 
 import polars as pl
 
+from gpusteward import evidence as stored_evidence
 from gpusteward.domain import Scenario
 from reports.context import Context
-from reports.data_text import data_text
+from reports.data_text import evidence_phrases
 from reports.evidence import Evidence, ratio
 from reports.model import SEVERITY_ORDER, Cell, Finding, Message, Quantity, QuantityKind, Severity, Term, Text
 from sla.capacity import NEAR_CAPACITY
@@ -146,8 +147,9 @@ def _from_episodes(ctx: Context) -> list[_Candidate]:
             ("threshold", Quantity(_num(group["threshold"].min()), kind)),
             ("fallback", ctx.fallback(line_s, subject_s, fallback)),
         )
-        pointers = sorted({e for e in group["evidence"].to_list() if e})
-        ev = Evidence("breach_episodes", group.height, ctx.gpu_coverage.get(subject_s), None, "; ".join(pointers))
+        pointers = [e for e in dict.fromkeys(group.sort("start")["evidence"].to_list()) if e]
+        ev = Evidence("breach_episodes", group.height, ctx.gpu_coverage.get(subject_s), None,
+                      stored_evidence.joined(*pointers))
         out.append(_Candidate(sev, "breach", subject_s, "finding.breach", params, ev, "breaches"))
     return out
 
@@ -176,7 +178,7 @@ def _from_completeness(ctx: Context) -> list[_Candidate]:
             ("missing", Quantity(missing, "count")),
             ("expected", Quantity(expected, "count")),
             ("share", Quantity(share, "percent")),
-            ("detail", data_text(row["detail"] or "", "data.completeness")),
+            ("detail", evidence_phrases(row["detail"])),
         )
         ev = Evidence("completeness", present, ratio(present, expected), None, row["detail"] or "")
         out.append(_Candidate(sev, "gap", str(row["cluster"]), key, params, ev, "completeness"))

@@ -9,6 +9,7 @@ measurement, with the calibration error (`sla.followup.replay_checks`).
 
 from __future__ import annotations
 
+from gpusteward import evidence as stored_evidence
 from reports.context import Context
 from reports.evidence import Evidence
 from reports.model import Block, Cell, Column, Message, Moment, Quantity, Row, Section, Table, Term, Text
@@ -42,8 +43,12 @@ def _row(ctx: Context, a: Assessment) -> Row:
         _outcome(a),
         phrases(c.expected_effect) if c.expected_effect else Text("—"),
     )
-    who = f"applied by {c.applied_by}" + (f", approved by {c.approved_by}" if c.approved_by else "")
-    pointer = f"plan={c.plan_id} apply={c.apply_id} {c.kind} {c.name}: {who}; baseline {a.baseline}"
+    parts = [stored_evidence.part("applied", plan=f"plan={c.plan_id}", apply=f"apply={c.apply_id}",
+                                  change=f"{c.kind}={c.name}", by=c.applied_by)]
+    if c.approved_by:
+        parts.append(stored_evidence.part("approved_by", by=c.approved_by))
+    parts.append(stored_evidence.part("baseline", baseline=str(a.baseline)))
+    pointer = stored_evidence.encode(parts)
     return Row(cells, ctx.notes.ref(Evidence("quota_applies", 1, None, None, pointer)))
 
 

@@ -134,7 +134,7 @@ class HtmlView:
         return Formatter(self.lang, zone=self.review.month.tz)
 
     def footnote(self, note: Footnote) -> Markup:
-        return _trusted(footnote_text(self.fmt, note, _escape))
+        return _trusted(footnote_text(self.fmt, note))
 
 
 def render_html(review: Review, lang: Lang) -> str:

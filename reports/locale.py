@@ -179,6 +179,8 @@ class Formatter:
                 return self.t("common.none")
             return self.t("list.join").join(self.term(cell.group, n) for n in cell.names)
         if isinstance(cell, Moment):
+            if cell.labelled and cell.value is not None:
+                return self.t("datetime.labelled", at=self.moment(cell.value), zone=self._escape(self.zone))
             return self.moment(cell.value)
         if isinstance(cell, Phrases):
             return self.t(f"phrases.{cell.separator}").join(self.message(m) for m in cell.messages)

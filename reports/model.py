@@ -59,6 +59,7 @@ class Terms:
 @dataclass(frozen=True)
 class Moment:
     value: datetime | None  # naive UTC
+    labelled: bool = False  # written with its time zone (evidence text, where no heading names the zone)
 
 
 @dataclass(frozen=True)
@@ -74,7 +75,7 @@ class Phrases:
     """Catalogue messages written one after the other (a quota item's reasons, evidence, effects)."""
 
     messages: tuple[Message, ...]
-    separator: Literal["sentence", "list"] = "sentence"
+    separator: Literal["sentence", "list", "items"] = "sentence"  # items: the parts of one list inside a phrase
 
 
 Cell = Quantity | Text | Term | Terms | Moment | Verdict | Phrases

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from reports.accounts import account_blocks
 from reports.context import Context
-from reports.data_text import data_text
+from reports.data_text import evidence_phrases
 from reports.evidence import Evidence, ratio
 from reports.findings import line_kind
 from reports.model import Block, Cell, Column, Message, Moment, Quantity, Row, Section, Table, Term, Text
@@ -125,7 +125,7 @@ def build_completeness(ctx: Context) -> Section:
             Quantity(row["present"], "count"),
             Quantity(row["missing"], "count"),
             Quantity(ratio(row["present"], row["expected"]), "percent"),
-            data_text(row["detail"], "data.completeness") if row["detail"] else Text("—"),
+            evidence_phrases(row["detail"]) if row["detail"] else Text("—"),
         )
         rows.append(Row(cells))
     columns = (

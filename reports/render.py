@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from pathlib import Path
 
 import jinja2
@@ -51,8 +51,8 @@ def _note(number: int | None) -> str:
     return f"[^{number}]" if number is not None else ""
 
 
-def footnote_text(fmt: Formatter, note: Footnote, escape: Callable[[str], str]) -> str:
-    """The body of an evidence note: source and rows, completeness, detail, the verbatim pointer."""
+def footnote_text(fmt: Formatter, note: Footnote) -> str:
+    """The body of an evidence note: source and rows, completeness, detail, the evaluators' evidence."""
     source = fmt.term("source", note.source)
     if note.rows is not None:
         key = "footnote.source_row" if note.rows == 1 else "footnote.source_rows"
@@ -66,7 +66,7 @@ def footnote_text(fmt: Formatter, note: Footnote, escape: Callable[[str], str]) 
     if note.detail is not None:
         parts.append(fmt.message(note.detail))
     if note.evidence:
-        parts.append(escape(evidence_text(note.evidence, fmt.lang, fmt.t("footnote.join"))))
+        parts.append(evidence_text(note.evidence, fmt))
     return fmt.t("footnote.join").join(parts)
 
 
@@ -120,7 +120,7 @@ class _MarkdownView:
         return "| " + " | ".join(cells) + " |"
 
     def footnote(self, note: Footnote) -> str:
-        return f"[^{note.number}]: " + footnote_text(self.fmt, note, escape_markdown)
+        return f"[^{note.number}]: " + footnote_text(self.fmt, note)
 
 
 def render_markdown(review: Review, lang: Lang) -> str:

@@ -26,7 +26,7 @@ FIRST_RUN_LOOKBACK = timedelta(days=62)
 
 def reviewed_month(firing: datetime, tz: ZoneInfo) -> Month:
     """The month a firing reviews: the one before the firing's local date."""
-    return Month.of(firing.astimezone(tz)).previous()
+    return Month.of(firing, tz.key).previous()
 
 
 def due_runs(schedule: str, tz: str, last_run: datetime | None, now: datetime) -> list[Month]:

@@ -126,22 +126,25 @@ def import_cmd(
 @click.option("--json", "as_json", is_flag=True, help="Print JSON.")
 def status(config_path: str | None, db_path: str | None, as_json: bool) -> None:
     """Tables, row counts, time coverage and completeness of the warehouse."""
+    from reports.data_text import evidence_text
+    from reports.locale import Formatter
     from warehouse import open_warehouse
 
     config = load(config_path)
     with open_warehouse(db_path_of(config, db_path), read_only=True) as wh:
-        info = wh.status()
+        info = wh.status(config.timezone)
     if as_json:
         emit(info)
         return
     for name, entry in info["tables"].items():
         span = f"  {entry.get('min_ts')} .. {entry.get('max_ts')}" if entry.get("min_ts") else ""
         click.echo(f"{name:20s} {entry['rows']:>12,}{span}")
+    fmt = Formatter("en", zone=config.timezone)
     for row in info["completeness"]:
         pct = "n/a" if row["completeness"] is None else f"{row['completeness']:.2%}"
         click.echo(
             f"{row['month']} {row['cluster']}: {row['present']:,}/{row['expected']:,} GPU-minutes ({pct});"
-            f" missing {row['missing']:,}" + (f"; largest gap {row['detail']}" if row["detail"] else "")
+            f" missing {row['missing']:,}" + (f"; {evidence_text(row['detail'], fmt)}" if row["detail"] else "")
         )
     quarantined = info.get("quarantine", [])
     click.echo(f"quarantined files: {len(quarantined)}" + (" (`gpusteward import --retry FILE` reads one again)"
@@ -161,7 +164,7 @@ def evaluate(config_path: str | None, db_path: str | None, month: Month | None, 
 
     config = load(config_path)
     with open_for_writing(config, db_path) as wh:
-        chosen = pick_month(wh, month)
+        chosen = pick_month(wh, month, config)
         outputs = run_evaluation(wh, config, chosen)
     if as_json:
         emit(
@@ -238,7 +241,7 @@ def report(
             if not done:
                 click.echo("no review is due")
             return
-        for path in produce(pick_month(wh, month))[1]:
+        for path in produce(pick_month(wh, month, config))[1]:
             click.echo(str(path))
 
 

@@ -209,7 +209,7 @@ def alerts_send(config_path: str | None, db_path: str | None, month: Month | Non
 
     config = load(config_path)
     with open_for_writing(config, db_path) as wh:
-        chosen = pick_month(wh, month)
+        chosen = pick_month(wh, month, config)
         outputs = run_evaluation(wh, config, chosen)
         data_end = wh.data_end() if outputs.episodes.height else None
         found = alerts_from_episodes(outputs.episodes, config, data_end=data_end)

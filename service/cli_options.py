@@ -79,7 +79,8 @@ def open_for_writing(config: Config, db_path: str | None) -> Any:
     )
 
 
-def pick_month(wh: Any, month: Month | None) -> Month:
+def pick_month(wh: Any, month: Month | None, config: Config) -> Month:
+    """The month asked for, else the latest with data; a month of the pool's time zone either way."""
     from service.pipeline import latest_month
 
-    return month or latest_month(wh)
+    return (month or latest_month(wh, config.timezone)).in_zone(config.timezone)

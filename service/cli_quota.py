@@ -58,7 +58,7 @@ def quota_plan(config_path: str | None, db_path: str | None, month: Month | None
 
     config = load(config_path)
     with open_for_writing(config, db_path) as wh:
-        chosen = pick_month(wh, month)
+        chosen = pick_month(wh, month, config)
         run_evaluation(wh, config, chosen)
         plans = wh.plans(chosen)
     plan = Plan.from_dict(json.loads(plans.row(-1, named=True)["body"]))
@@ -287,7 +287,7 @@ def quota_whatif(config_path: str | None, db_path: str | None, month: Month | No
     changes = dict(parse_setting(s) for s in settings)
     config = load(config_path)
     with open_for_writing(config, db_path) as wh:
-        chosen = pick_month(wh, month)
+        chosen = pick_month(wh, month, config)
         if plan_id is not None:
             body = quota_store.plan_body(wh, plan_id)
             if body is None:

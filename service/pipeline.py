@@ -32,8 +32,9 @@ from warehouse import Warehouse
 from warehouse.quota_store import applied_changes
 
 
-def latest_month(wh: Warehouse) -> Month:
-    months = wh.data_months()
+def latest_month(wh: Warehouse, tz: str = "UTC") -> Month:
+    """The newest month with data, as a month of `tz` (the pool's time zone)."""
+    months = wh.data_months(tz)
     if not months:
         raise LookupError(f"{wh.path}: the warehouse holds no data yet (run `gpusteward import`)")
     return months[-1]

@@ -55,7 +55,7 @@ class CronReviewSchedule:
 
     @classmethod
     def from_config(cls, config: Config) -> CronReviewSchedule:
-        return cls(config.reports.schedule, config.reports.timezone)
+        return cls(config.reports.schedule, config.reports.zone(config.timezone))
 
     def due_months(self, now: datetime, last: datetime | None) -> list[Month]:
         return due_runs(self.schedule, self.timezone, last, now)
@@ -147,7 +147,7 @@ def run_scheduled_review(
     """
     path = state if state is not None else state_path(config)
     now = clock.now()
-    months = due_runs(config.reports.schedule, config.reports.timezone, read_last_run(path), now)
+    months = due_runs(config.reports.schedule, config.reports.zone(config.timezone), read_last_run(path), now)
     languages = [lang for lang in config.reports.languages if lang in LANGS]
     lang: Lang = languages[0] if languages else "en"
     done: list[ScheduledReview] = []

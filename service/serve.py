@@ -14,7 +14,7 @@ import signal
 import threading
 import time
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
@@ -65,7 +65,7 @@ class ServeSettings:
     review_interval: timedelta = timedelta(hours=1)
     settle: timedelta = timedelta(seconds=30)
     live_sources: tuple[tuple[LiveSource, timedelta], ...] = ()
-    review_schedule: ReviewSchedule = field(default_factory=MonthlyReview)
+    review_schedule: ReviewSchedule | None = None  # None: MonthlyReview in the pool's time zone
 
 
 class Service:
@@ -156,7 +156,7 @@ class Service:
                 wh,
                 shared,
                 Path(self.config.resolve(self.config.reports.out_dir)),
-                s.review_schedule,
+                s.review_schedule or MonthlyReview(self.config.timezone),
                 interval=s.review_interval,
             ),
         ]

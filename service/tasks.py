@@ -10,7 +10,7 @@ from __future__ import annotations
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from datetime import datetime, timedelta
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Protocol
 
@@ -139,14 +139,16 @@ class LiveCollect:
         return JobResult(wrote=True, rows=dict(result.stored), detail=f"{sum(result.stored.values())} rows")
 
 
-def months_to_evaluate(wh: Warehouse, now: datetime) -> list[Month]:
-    """The latest month with data, and the one before it during the first day of a month (late records)."""
+def months_to_evaluate(wh: Warehouse, now: datetime, tz: str = "UTC") -> list[Month]:
+    """The latest month with data, and the one before it during the first day of a month (late records);
+    months of `tz`, the pool's time zone."""
     try:
-        latest = latest_month(wh)
+        latest = latest_month(wh, tz)
     except LookupError:
         return []
     chosen = [latest]
-    if now - latest.start.replace(tzinfo=now.tzinfo) < timedelta(days=1) and latest.previous() in wh.data_months():
+    aware_now = now if now.tzinfo is not None else now.replace(tzinfo=UTC)
+    if aware_now - latest.start < timedelta(days=1) and latest.previous() in wh.data_months(tz):
         chosen.insert(0, latest.previous())
     return chosen
 
@@ -164,7 +166,7 @@ class Evaluate:
     def run(self, now: datetime) -> JobResult:
         if not self.shared.dirty:
             return JobResult(detail="no new data")
-        months = months_to_evaluate(self.wh, now)
+        months = months_to_evaluate(self.wh, now, self.config.timezone)
         for month in months:
             evaluate(self.wh, self.config, month)
         self.shared.dirty = False
@@ -207,11 +209,15 @@ class ReviewSchedule(Protocol):
 
 @dataclass
 class MonthlyReview:
-    """The default schedule: the previous month, once, from the first hour of a new month."""
+    """The default schedule: the previous month, once, from the first hour of a new month in `tz`
+    (the pool's time zone: in Asia/Shanghai October's review is due at 1 November 00:00 local,
+    31 October 16:00 UTC)."""
+
+    tz: str = "UTC"
 
     def due(self, now: datetime, last: datetime | None) -> Month | None:
-        this = Month.of(now)
-        if last is not None and Month.of(last) == this:
+        this = Month.of(now, self.tz)
+        if last is not None and Month.of(last, self.tz) == this:
             return None
         return this.previous()
 

@@ -21,6 +21,7 @@ from typing import Any
 
 import polars as pl
 
+from gpusteward import evidence as ev
 from gpusteward.config.inference import ServiceJobRule
 from gpusteward.config.schema import Config
 from gpusteward.domain import Scenario
@@ -32,7 +33,6 @@ from sla.common import (
     MINUTE,
     Window,
     classified_jobs,
-    fmt_ratio,
     result_row,
     results_frame,
     slo_for,
@@ -69,19 +69,19 @@ class ReserveEvaluator:
             per_minute = held_per_minute(held, window).with_columns((total - pl.col("held")).alias("available"))
             worst = int(per_minute.select(pl.col("available").min()).item() or 0)
             mine = episodes.filter(pl.col("subject") == line.cluster)
-            evidence = f"{total} GPUs; at least {worst} available to inference in every minute against a reserve of " \
-                       f"{line.min_gpus}"
+            parts = [ev.part("reserve_minutes", total=ev.gpus(total), worst=ev.gpus(worst), r=ev.gpus(line.min_gpus))]
             if mine.height:
-                spans = ", ".join(
-                    f"{r['start']:%m-%d %H:%M}-{r['end']:%H:%M} UTC ({r['minutes']} min, {r['worst_value']:.0f} GPUs)"
+                spans = tuple(
+                    ev.part("span_gpus", start=r["start"], end=r["end"], lasted=ev.duration(r["minutes"] * 60.0),
+                            gpus=ev.gpus(r["worst_value"]))
                     for r in mine.head(3).iter_rows(named=True)
                 )
-                evidence += f"; breached in {mine.height} episodes: {spans}"
+                parts.append(ev.part("breached_in", n=mine.height, spans=spans))
             rows.append(result_row(
                 inputs, scenario=_INFERENCE, subject_kind="cluster", subject=line.cluster,
                 indicator="reserve_headroom_gpus", value=float(worst - line.min_gpus),
                 objective=slo.threshold if slo else None, slo=slo, rows=per_minute.height, completeness=1.0,
-                evidence=evidence,
+                evidence=ev.encode(parts),
             ))
         return results_frame(rows)
 
@@ -115,14 +115,14 @@ class TelemetryEvaluator:
         rows: list[dict[str, Any]] = []
         for s in stats.iter_rows(named=True):
             exp, got = int(s["expected"]), int(s["present"] or 0)
-            evidence = f"{got:,} of {exp:,} GPU-minutes of {s['gpus']} GPUs reported"
+            parts = [ev.part("gpu_minutes_reported", n=got, m=exp, g=ev.gpus(s["gpus"]))]
             if s["gap_minutes"]:
-                evidence += (f"; longest silence of the whole host {s['gap_start']:%m-%d %H:%M}-"
-                             f"{s['gap_end']:%m-%d %H:%M} UTC ({s['gap_minutes']} min)")
+                parts.append(ev.part("host_silence", start=s["gap_start"], end=s["gap_end"],
+                                     lasted=ev.duration(s["gap_minutes"] * 60.0)))
             rows.append(result_row(
                 inputs, scenario=ALL_SCENARIOS, subject_kind="host", subject=f"{s['host']}",
                 indicator="telemetry_completeness", value=got / exp if exp else None, objective=objective,
-                rows=got, completeness=None, evidence=evidence,
+                rows=got, completeness=None, evidence=ev.encode(parts),
             ))
         return results_frame(rows)
 
@@ -186,7 +186,7 @@ def service_slots(frame: pl.DataFrame, latency_p99_objective: float | None) -> p
     return slots.with_columns(saturated.alias("saturated")).sort("service", "slot")
 
 
-def capacity_headroom(slots: pl.DataFrame) -> tuple[float | None, str]:
+def capacity_headroom(slots: pl.DataFrame) -> tuple[float | None, list[ev.Part]]:
     """Share of a service's capacity left at its busy times, and how it was found (one service's slots).
 
     Busy load L: the BUSY_QUANTILE of the per-replica request rate over the slots with requests.
@@ -198,27 +198,24 @@ def capacity_headroom(slots: pl.DataFrame) -> tuple[float | None, str]:
     """
     busy = slots.filter(pl.col("requests") > 0)
     if busy.height == 0:
-        return None, "no 5-minute slot had requests"
+        return None, [ev.part("no_requests")]
     load = busy["rate"].drop_nulls().quantile(BUSY_QUANTILE, "linear")
     saturated = busy.filter(pl.col("saturated") & pl.col("rate").is_not_null())
     if saturated.height >= MIN_SATURATED_SLOTS and load is not None:
         cap = saturated["rate"].median()
         if isinstance(cap, int | float) and cap > 0:
             value = min(1.0, max(0.0, 1.0 - load / cap))
-            return value, (
-                f"busy load (p{BUSY_QUANTILE * 100:.0f} of {busy.height} slots) {load:.3g} req/s per replica; "
-                f"saturated (requests queued, KV cache full or p99 above objective) in {saturated.height} slots "
-                f"at a median {cap:.3g} req/s per replica: {fmt_ratio(value)} of capacity left"
-            )
+            return value, [
+                ev.part("busy_load", q=BUSY_QUANTILE * 100, n=busy.height, r=float(load)),
+                ev.part("saturated", n=saturated.height, r=float(cap), p=ev.ratio(value)),
+            ]
     kv = busy["kv"].drop_nulls()
     if kv.len() == 0:
-        return None, f"never saturated in {busy.height} slots and no KV-cache gauge: capacity unknown"
+        return None, [ev.part("never_saturated", n=busy.height)]
     used = float(kv.quantile(BUSY_QUANTILE, "linear") or 0.0)
     value = min(1.0, max(0.0, 1.0 - used))
-    return value, (
-        f"saturated in {saturated.height} of {busy.height} slots (too few to place capacity); "
-        f"KV cache p{BUSY_QUANTILE * 100:.0f} {fmt_ratio(used)} full: {fmt_ratio(value)} of capacity left"
-    )
+    return value, [ev.part("kv_headroom", n=saturated.height, m=busy.height, q=BUSY_QUANTILE * 100,
+                           used=ev.ratio(used), p=ev.ratio(value))]
 
 
 def serving_jobs(
@@ -240,20 +237,21 @@ def serving_jobs(
     return held.with_columns(pl.Series("service", served, dtype=pl.Utf8)).filter(pl.col("service").is_not_null())
 
 
-def _reserve_text(
+def _reserve_parts(
     config: Config, cluster: str | None, inference_gpus: float, per_replica: float | None, window: Window
-) -> str:
+) -> list[ev.Part]:
     line = next((r for r in config.protection.inference_reserve if r.cluster == cluster), None)
     if line is None:
-        return f"no inference reserve line protects cluster {cluster}"
-    text = (f"reserve on {cluster}: {line.min_gpus} GPUs kept for online inference; its jobs there hold "
-            f"{inference_gpus:.1f} on average over {window.hours:.0f} h")
+        return [ev.part("no_reserve_line", cluster=cluster or "")]
+    reserve = ev.part("reserve_on", cluster=cluster or "", n=ev.gpus(line.min_gpus))
+    held = {"held": ev.gpus(round(inference_gpus, 1)), "h": ev.duration(round(window.hours) * 3600.0)}
     spare = line.min_gpus - inference_gpus
     if spare < 0:
-        return text + ", more than the reserve protects: scaling out is not guaranteed"
+        return [reserve, ev.part("reserve_exceeded", **held)]
     if per_replica:
-        return text + f": room for {math.floor(spare / per_replica + 1e-9)} more replicas of {per_replica:.3g} GPUs"
-    return text + f": {spare:.1f} GPUs of the reserve unused"
+        return [reserve, ev.part("room_for", **held, r=math.floor(spare / per_replica + 1e-9),
+                                 g=ev.gpus(round(per_replica, 2)))]
+    return [reserve, ev.part("reserve_unused", **held, spare=ev.gpus(round(spare, 1)))]
 
 
 def service_capacity_rows(
@@ -297,30 +295,33 @@ def service_capacity_rows(
                   "rows": mine.height, "completeness": None}
         rows.append(result_row(
             **common, indicator="replicas", value=median_replicas, objective=None,
-            evidence=(f"median {median_replicas:g} replicas per 5-minute slot (fewest {min(counts, default=0)}, "
-                      f"most {max(counts, default=0)}); {distinct} distinct replicas reported in the month"),
+            evidence=ev.encode([
+                ev.part("median_replicas", n=median_replicas, a=min(counts, default=0), b=max(counts, default=0)),
+                ev.part("distinct_replicas", n=distinct),
+            ]),
         ))
         served = jobs.filter(pl.col("service") == service)
         gpus: float | None = None
         if served.height:
             gpu_s = float((served["held_s"] * served["gpus_allocated"].cast(pl.Float64)).sum())
             gpus = gpu_s / span_s
-            ids = ", ".join(str(j) for j in served["job_id"].unique().sort().head(6).to_list())
-            more = "" if served["job_id"].n_unique() <= 6 else ", ..."
-            gpu_text = (f"{gpus:.1f} GPUs on average: {gpu_s / 3600:,.0f} GPU-hours of {served.height} job records "
-                        f"naming it ({ids}{more})")
+            ids = [str(j) for j in served["job_id"].unique().sort().to_list()]
+            gpu_parts = [ev.part("gpus_on_average", n=ev.gpus(round(gpus, 1)), h=ev.gpu_hours(gpu_s / 3600),
+                                 k=served.height, ids=ev.Names(tuple(ids[:6])))]
+            if len(ids) > 6:
+                gpu_parts.append(ev.part("more_jobs", n=len(ids) - 6))
         else:
-            gpu_text = ("no online-inference job record is tied to this service by the inference.service_jobs rules"
-                        if config.inference.service_jobs else "no inference.service_jobs rule ties jobs to services")
-        rows.append(result_row(**common, indicator="gpus_serving", value=gpus, objective=None, evidence=gpu_text))
-        value, text = capacity_headroom(mine)
+            gpu_parts = [ev.part("no_service_jobs" if config.inference.service_jobs else "no_service_job_rules")]
+        rows.append(result_row(**common, indicator="gpus_serving", value=gpus, objective=None,
+                               evidence=ev.encode(gpu_parts)))
+        value, parts = capacity_headroom(mine)
         held = all_inference.filter(pl.col("cluster") == cluster)
         inference_gpus = float((held["held_s"] * held["gpus_allocated"].cast(pl.Float64)).sum()) / window_s
         per_replica = gpus / median_replicas if gpus and median_replicas else None
-        text += "; " + _reserve_text(config, cluster, inference_gpus, per_replica, window)
+        parts += _reserve_parts(config, cluster, inference_gpus, per_replica, window)
         rows.append(result_row(
             **common, indicator="capacity_headroom", value=value,
-            objective=headroom_slo.threshold if headroom_slo else None, evidence=text,
+            objective=headroom_slo.threshold if headroom_slo else None, evidence=ev.encode(parts),
         ))
     return rows
 

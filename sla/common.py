@@ -255,6 +255,3 @@ def human_duration(seconds: float | None) -> str:
     step = 60 if seconds >= 3600 else 1
     return format_duration(timedelta(seconds=round(seconds / step) * step))
 
-
-def fmt_ratio(value: float | None) -> str:
-    return "n/a" if value is None or math.isnan(value) else f"{value * 100:.1f}%"

@@ -10,23 +10,19 @@
 
 from __future__ import annotations
 
-from datetime import datetime
 from typing import Any
 
 import polars as pl
 
+from gpusteward import evidence as ev
 from gpusteward.tables import INFERENCE_WINDOWS, JOBS, TS, conform
-from sla.common import MINUTE, Window, human_duration, started_in, window_of
+from sla.common import MINUTE, Window, started_in, window_of
 from sla.inputs import GPU_INVENTORY, EvaluationInputs
 from sla.minute_digest import minute_digest
 from sla.results import COMPLETENESS
 
 _SLOT = "5m"
 _GPU = ("cluster", "host", "gpu")
-
-
-def _clock(moment: datetime) -> str:
-    return moment.strftime("%m-%d %H:%M")
 
 
 def _gpu_gaps(seen: pl.DataFrame, inner: pl.DataFrame, starts: pl.DataFrame, window: Window) -> pl.DataFrame:
@@ -52,7 +48,7 @@ def _gpu_gaps(seen: pl.DataFrame, inner: pl.DataFrame, starts: pl.DataFrame, win
 
 def _longest(gaps: pl.DataFrame) -> str:
     if gaps.height == 0:
-        return "no gaps"
+        return ev.encode([ev.part("no_gaps")])
     top = gaps.sort(["minutes", "host", "gpu"], descending=[True, False, False]).row(0, named=True)
     same = gaps.filter(
         (pl.col("host") == top["host"])
@@ -60,8 +56,8 @@ def _longest(gaps: pl.DataFrame) -> str:
         & (pl.col("gap_end") == top["gap_end"])
     )
     gpus = ",".join(str(g) for g in sorted(same["gpu"].to_list()))
-    lasted = human_duration(top["minutes"] * 60.0)
-    return f"longest gap: {top['host']} GPU {gpus}, {_clock(top['gap_start'])} to {_clock(top['gap_end'])} ({lasted})"
+    return ev.encode([ev.part("gap", host=str(top["host"]), gpus=gpus, start=top["gap_start"], end=top["gap_end"],
+                              lasted=ev.duration(top["minutes"] * 60.0))])
 
 
 def _gpu_minutes(inputs: EvaluationInputs, window: Window) -> list[dict[str, Any]]:
@@ -100,8 +96,10 @@ def _inference(inputs: EvaluationInputs, window: Window) -> list[dict[str, Any]]
     rows: list[dict[str, Any]] = []
     for cluster, group in sorted(per_replica.group_by("cluster"), key=lambda g: str(g[0][0])):
         worst = group.sort(["missing", "service", "instance"], descending=[True, False, False]).row(0, named=True)
-        detail = (f"most missing: {worst['service']} on {worst['instance']}, {worst['missing']} of "
-                  f"{worst['expected']} 5-minute windows") if worst["missing"] else "no gaps"
+        detail = ev.encode([ev.part(
+            "most_missing", service=str(worst["service"]), instance=str(worst["instance"]),
+            missing=int(worst["missing"]), expected=int(worst["expected"]),
+        ) if worst["missing"] else ev.part("no_gaps")])
         exp, have = int(group["expected"].sum()), int(group["present"].sum())
         rows.append({"source": "inference_windows", "cluster": cluster[0], "expected": exp, "present": have,
                      "missing": exp - have, "detail": detail})
@@ -119,8 +117,7 @@ def _jobs(inputs: EvaluationInputs, window: Window) -> list[dict[str, Any]]:
     return [
         {"source": "jobs", "cluster": r["cluster"], "expected": r["expected"], "present": r["present"],
          "missing": r["expected"] - r["present"],
-         "detail": (f"started records without eligible_time: {r['no_eligible']}; "
-                    f"without gpus_allocated: {r['no_gpus']}")}
+         "detail": ev.encode([ev.part("jobs_missing", no_eligible=int(r["no_eligible"]), no_gpus=int(r["no_gpus"]))])}
         for r in stats.iter_rows(named=True)
     ]
 

@@ -13,6 +13,7 @@ from typing import Protocol
 
 import polars as pl
 
+from gpusteward import evidence as ev
 from gpusteward.config.schema import Config
 from gpusteward.domain import Scenario
 from gpusteward.objectives import Objective, objectives
@@ -140,9 +141,11 @@ def _judged_over(
     ]
     key = pl.concat_str(pl.col("scenario"), pl.lit("\x1f"), pl.col("indicator"))
     wanted = [f"{scenario}\x1f{indicator}" for scenario, indicator in sorted(keys)]
-    note = f" (judged over the rolling {format_window(span)} window from {window.start:%Y-%m-%d %H:%M} UTC)"
+    note = ev.encode([ev.part("rolling", span=format_window(span), start=window.start)])
     judged = (
-        pl.concat(frames).filter(key.is_in(wanted)).with_columns(pl.col("evidence") + pl.lit(note))
+        pl.concat(frames).filter(key.is_in(wanted)).with_columns(
+            pl.col("evidence").map_elements(lambda e: ev.joined(e, note), return_dtype=pl.Utf8)
+        )
         if frames else pl.DataFrame(schema=SLA_RESULTS)
     )
     return pl.concat([month.filter(~key.is_in(wanted)), judged])

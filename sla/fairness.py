@@ -28,9 +28,10 @@ from typing import Any
 import numpy as np
 import polars as pl
 
+from gpusteward import evidence as ev
 from gpusteward.config.schema import Config
 from gpusteward.domain import UNATTRIBUTED, Scenario
-from sla.common import ALL_SCENARIOS, classified_jobs, fmt_ratio, result_row, results_frame, slo_for, window_of
+from sla.common import ALL_SCENARIOS, classified_jobs, result_row, results_frame, slo_for, window_of
 from sla.contention import job_spans, timelines
 from sla.inputs import EvaluationInputs
 
@@ -157,9 +158,9 @@ class FairnessEvaluator:
             spans.filter(pl.col("team") == UNATTRIBUTED)
             .select(((pl.col("run_e") - pl.col("run_s")) * pl.col("gpus")).sum()).item() or 0.0
         ) / 3600.0
-        pool = f"entitlement per cluster against its guaranteed GPUs over {window.hours:,.0f} hours"
+        pool = [ev.part("entitlement_basis", h=ev.duration(round(window.hours) * 3600.0))]
         if unattributed:
-            pool += f" ({unattributed:,.0f} more GPU-hours not attributed to any team)"
+            pool.append(ev.part("unattributed", n=ev.gpu_hours(unattributed)))
         rows: list[dict[str, Any]] = []
         for name in sorted(config.teams):
             mine = shares.filter(pl.col("team") == name)
@@ -169,20 +170,22 @@ class FairnessEvaluator:
             entitled = mine["entitled_gpu_hours"].drop_nulls()
             entitled_hours = float(entitled.sum()) if entitled.len() else None
             value = (used - borrowed) / entitled_hours if entitled_hours else None
-            per_cluster = "; ".join(
-                f"{r['cluster']} {r['gpu_hours']:,.1f} of {r['entitled_gpu_hours'] or 0:,.0f} entitled "
-                f"({fmt_ratio(r['entitled_share'])} of {r['guaranteed_gpus']} GPUs), "
-                f"{r['borrowed_gpu_hours']:,.1f} borrowed, {r['contended_gpu_hours']:,.1f} while others waited"
+            per_cluster = [
+                ev.part("team_on_cluster", cluster=r["cluster"], used=ev.gpu_hours(r["gpu_hours"]),
+                        entitled=ev.gpu_hours(r["entitled_gpu_hours"] or 0.0), share=ev.ratio(r["entitled_share"]),
+                        gpus=ev.gpus(r["guaranteed_gpus"]), borrowed=ev.gpu_hours(r["borrowed_gpu_hours"]),
+                        contended=ev.gpu_hours(r["contended_gpu_hours"]))
                 for r in mine.iter_rows(named=True) if r["guaranteed_gpus"] is not None
-            )
-            evidence = f"{used:,.1f} GPU-hours, {borrowed:,.1f} of them borrowed, {contended:,.1f} above the " \
-                f"entitlement while another team waited; {per_cluster or 'cluster capacity unknown'}"
-            if not entitled_hours:
-                evidence += " (no entitlement: any use is over)" if entitled_hours == 0 else ""
+            ]
+            parts = [ev.part("team_use", used=ev.gpu_hours(used), borrowed=ev.gpu_hours(borrowed),
+                             contended=ev.gpu_hours(contended))]
+            parts += per_cluster or [ev.part("capacity_unknown")]
+            if entitled_hours == 0:
+                parts.append(ev.part("no_entitlement"))
             rows.append(result_row(
                 inputs, scenario=ALL_SCENARIOS, subject_kind="team", subject=name, indicator=INDICATOR,
                 value=value, objective=objective, rows=int(jobs.filter(pl.col("team") == name).height),
-                completeness=completeness, evidence=f"{evidence}; {pool}",
+                completeness=completeness, evidence=ev.encode(parts + pool),
             ))
         multiples = [r["value"] for r in rows if r["value"] is not None]
         squares = sum(x * x for x in multiples)
@@ -191,6 +194,6 @@ class FairnessEvaluator:
         rows.append(result_row(
             inputs, scenario=ALL_SCENARIOS, subject_kind="pool", subject="pool", indicator="jain_index", value=jain,
             objective=slo.threshold if slo else None, slo=slo, rows=len(multiples), completeness=completeness,
-            evidence=f"over {len(multiples)} teams' share_over_entitlement; {pool}",
+            evidence=ev.encode([ev.part("jain_over", n=len(multiples)), *pool]),
         ))
         return results_frame(rows)

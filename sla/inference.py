@@ -19,12 +19,13 @@ from typing import Any
 
 import polars as pl
 
+from gpusteward import evidence as ev
 from gpusteward.config.schema import Config
 from gpusteward.domain import Scenario
 from gpusteward.tables import INFERENCE_WINDOWS, conform
 from sla.budget import budget_left, burn_rate
 from sla.capacity import service_capacity_rows
-from sla.common import Events, Window, fmt_ratio, human_duration, result_row, results_frame, slo_for, window_of
+from sla.common import Events, Window, result_row, results_frame, slo_for, window_of
 from sla.histogram import observations_within, quantiles_of, summed_histograms
 from sla.inputs import EvaluationInputs
 
@@ -111,45 +112,44 @@ def breach_hours(inputs: EvaluationInputs, config: Config) -> pl.DataFrame:
     return out.select([pl.col(n).cast(t) for n, t in BREACH_HOURS.items()]).sort("service", "indicator", "hour")
 
 
-def _hour_ranges(hours: list[int]) -> str:
-    """[19, 20, 21, 3] -> "03:00-04:00, 19:00-22:00"."""
+def _hour_ranges(hours: list[int]) -> tuple[str, ...]:
+    """[19, 20, 21, 3] -> ("03:00-04:00", "19:00-22:00")."""
     spans: list[list[int]] = []
     for h in sorted(hours):
         if spans and h == spans[-1][1]:
             spans[-1][1] = h + 1
         else:
             spans.append([h, h + 1])
-    return ", ".join(f"{a:02d}:00-{b % 24:02d}:00" for a, b in spans)
+    return tuple(f"{a:02d}:00-{b % 24:02d}:00" for a, b in spans)
 
 
-def _breach_evidence(hours: pl.DataFrame, threshold: float, name: str) -> tuple[str, float | None]:
-    """Evidence text and the breached share of windows for one service and indicator."""
+def _breach_evidence(hours: pl.DataFrame, threshold: float, name: str) -> tuple[list[ev.Part], float | None]:
+    """Evidence parts and the breached share of windows for one service and indicator."""
     windows = int(hours["windows"].sum())
     breached = int(hours["breached"].sum())
     if windows == 0:
-        return "no 5-minute window had requests", None
+        return [ev.part("no_windows")], None
     share = breached / windows
-    text = f"{name} above {human_duration(threshold)} in {breached} of {windows} 5-minute windows ({fmt_ratio(share)})"
+    parts = [ev.part("above_in_windows", indicator=ev.Word("indicator", name), value=ev.duration(threshold),
+                     n=breached, m=windows, p=ev.ratio(share))]
     if breached == 0:
-        return text, share
+        return parts, share
     rates = hours.with_columns((pl.col("breached") / pl.col("windows")).alias("rate"))
     # Hours where the objective breaks at least twice as often as on average; at most four, worst first.
     worst = rates.filter((pl.col("breached") > 0) & (pl.col("rate") >= 2 * share)).sort(
         ["rate", "hour"], descending=[True, False]
     ).head(4)
     if worst.height == 0:
-        return text + "; breaches spread over the day", share
+        return [*parts, ev.part("spread_over_day")], share
     zone = str(hours["timezone"][0])
     worst_share = int(worst["breached"].sum()) / int(worst["windows"].sum())
-    text += (
-        f"; breaks most at {_hour_ranges(worst['hour'].to_list())} {zone} ({fmt_ratio(worst_share)} of those windows)"
-    )
     # Peak hours: the busiest quarter of the day, counting only hours busier than the average hour.
     busy = rates.filter(pl.col("requests") > pl.col("requests").mean())
     peak = set(busy.sort(["requests", "hour"], descending=[True, False]).head(6)["hour"].to_list())
-    if set(worst["hour"].to_list()) <= peak:
-        text += ": it breaks its latency objective at peak hours"
-    return text, share
+    code = "peak_hours" if set(worst["hour"].to_list()) <= peak else "worst_hours"
+    parts.append(ev.part(code, hours=ev.Names(_hour_ranges(worst["hour"].to_list())), tz=zone,
+                         p=ev.ratio(worst_share)))
+    return parts, share
 
 
 def window_budget_left(breached_share: float, target: float) -> float:
@@ -210,7 +210,8 @@ class OnlineInferenceEvaluator:
         value = found[indicator][0] if found.height else None
         observations = found["observations"][0] if found.height else 0.0
         slo = slo_for(config, Scenario.ONLINE_INFERENCE, indicator)
-        evidence = f"month {indicator} {human_duration(value)} over {observations:,.0f} requests"
+        parts = [ev.part("month_value", indicator=ev.Word("indicator", indicator), value=ev.duration(value),
+                         n=round(observations))]
         events = None
         if slo is not None:
             if found.height:
@@ -218,17 +219,19 @@ class OnlineInferenceEvaluator:
                                                      slo.threshold))
             if events is not None and events.total > 0:
                 rate = burn_rate(events.total - events.good, events.total, slo.target)
-                evidence += (f"; {fmt_ratio(events.share)} within {human_duration(slo.threshold)}"
-                             f" (target {fmt_ratio(slo.target)}")
                 finite = rate is not None and not math.isinf(rate)
-                evidence += f", error budget burn rate {rate:.2f})" if finite else ")"
+                parts.append(ev.part(
+                    "within_target" if finite else "within_target_no_rate", p=ev.ratio(events.share),
+                    t=ev.duration(slo.threshold), target=ev.ratio(slo.target),
+                    rate=ev.multiple(rate if finite else None),
+                ))
             mine = hours.filter((pl.col("service") == service) & (pl.col("indicator") == indicator))
-            text, _share = _breach_evidence(mine, slo.threshold, indicator)
-            evidence += f"; {text}"
+            breach_parts, _share = _breach_evidence(mine, slo.threshold, indicator)
+            parts += breach_parts
         return result_row(
             inputs, scenario=Scenario.ONLINE_INFERENCE.value, subject_kind="service", subject=service,
             indicator=indicator, value=value, objective=slo.threshold if slo else None, slo=slo, rows=rows,
-            completeness=completeness, evidence=evidence, events=events,
+            completeness=completeness, evidence=ev.encode(parts), events=events,
         )
 
     def _error_row(
@@ -241,7 +244,7 @@ class OnlineInferenceEvaluator:
         budget = None
         if slo is not None and value is not None and slo.threshold > 0:
             budget = min(1.0, 1.0 - value / slo.threshold)
-        evidence = f"{errors:,.0f} errors in {requests:,.0f} requests ({fmt_ratio(value)})"
+        evidence = ev.encode([ev.part("errors_in", n=round(errors), m=round(requests), p=ev.ratio(value))])
         return result_row(
             inputs, scenario=Scenario.ONLINE_INFERENCE.value, subject_kind="service", subject=s["service"],
             indicator="error_rate", value=value, objective=slo.threshold if slo else None, slo=slo, rows=int(s["rows"]),
@@ -276,8 +279,10 @@ def availability_rows(
             inputs, scenario=scenario, subject_kind="service", subject=s["service"], indicator="availability",
             value=value, objective=slo.threshold if slo else None, slo=slo, rows=int(s["reported"]),
             completeness=s["reported"] / expected,
-            evidence=(f"{s['up']} of {expected} 5-minute slots up; {expected - s['reported']} without any replica "
-                      f"reporting, {s['reported'] - s['up']} with most requests failing"),
+            evidence=ev.encode([
+                ev.part("slots_up", n=int(s["up"]), m=expected),
+                ev.part("unavailable_slots", n=expected - int(s["reported"]), m=int(s["reported"]) - int(s["up"])),
+            ]),
         ))
         rps = float(s["requests"] or 0.0) / (expected * SLOT_S)
         slo = slo_for(config, scenario, "throughput_rps")
@@ -285,6 +290,7 @@ def availability_rows(
             inputs, scenario=scenario, subject_kind="service", subject=s["service"], indicator="throughput_rps",
             value=rps, objective=slo.threshold if slo else None, slo=slo, rows=int(s["reported"]),
             completeness=s["reported"] / expected,
-            evidence=f"{float(s['requests'] or 0.0):,.0f} requests in {expected * SLOT_S / 3600:,.0f} hours",
+            evidence=ev.encode([ev.part("requests_in", n=round(float(s["requests"] or 0.0)),
+                                        h=ev.duration(round(expected * SLOT_S / 3600) * 3600.0))]),
         ))
     return rows

@@ -12,13 +12,13 @@ from typing import Any
 
 import polars as pl
 
+from gpusteward import evidence as ev
 from gpusteward.config.schema import Config
 from gpusteward.domain import Scenario
 from gpusteward.objectives import interactive_limits
 from sla.common import (
     classified_jobs,
     events_within,
-    human_duration,
     result_row,
     results_frame,
     slo_for,
@@ -70,18 +70,16 @@ class InteractiveEvaluator:
         slo = slo_for(config, _SCENARIO, "sessions_not_reclaimed")
         rows: list[dict[str, Any]] = []
         for s in stats.iter_rows(named=True):
-            evidence = (
-                f"{s['bad']} of {s['n']} sessions kept GPUs past a limit: {s['idle']} idle longer than "
-                f"{human_duration(idle_limit.total_seconds())}, {s['life']} held longer than "
-                f"{human_duration(lifecycle.total_seconds())}"
-            )
+            parts = [ev.part("sessions_past", n=int(s["bad"]), m=int(s["n"]), a=int(s["idle"]),
+                             x=ev.duration(idle_limit.total_seconds()), b=int(s["life"]),
+                             y=ev.duration(lifecycle.total_seconds()))]
             if s["example"] is not None:
-                evidence += f"; e.g. job {s['example']}"
+                parts.append(ev.part("example_job", job=str(s["example"])))
             rows.append(result_row(
                 inputs, scenario=_SCENARIO, subject_kind="team", subject=s["team"], indicator="sessions_not_reclaimed",
                 value=float(s["bad"]), objective=slo.threshold if slo else None, slo=slo, rows=int(s["n"]),
                 completeness=1.0,
-                evidence=evidence,
+                evidence=ev.encode(parts),
             ))
         return rows
 
@@ -108,7 +106,8 @@ class InteractiveEvaluator:
                 value=s["p95"], objective=slo.threshold if slo else None, slo=slo, rows=int(s["known"]),
                 events=events_within(s["waits"], slo),
                 completeness=s["known"] / s["n"] if s["n"] else None,
-                evidence=f"{s['known']} sessions started in the month; longest wait {human_duration(s['max'])}",
+                evidence=ev.encode([ev.part("sessions", n=int(s["known"])),
+                                    ev.part("longest_wait", wait=ev.duration(s["max"]))]),
             )
             for s in stats.iter_rows(named=True)
         ]
@@ -136,18 +135,19 @@ class InteractiveEvaluator:
         for s in stats.iter_rows(named=True):
             expected = s["gpu_minutes"] + s["no_data_minutes"]
             idle_minutes = s["idle_minutes"] + s["idle_held_minutes"]
-            evidence = (
-                f"{idle_minutes / 60:.1f} idle GPU-hours in {s['jobs']} sessions "
-                f"({s['idle_held_minutes'] / 60:.1f} h holding memory); utilisation from {s['sources'] or 'no data'}; "
-                f"{s['no_data_minutes'] / 60:.1f} allocated GPU-hours had no telemetry"
-            )
+            parts = [
+                ev.part("idle_hours", n=ev.gpu_hours(idle_minutes / 60), s=int(s["jobs"]),
+                        h=ev.gpu_hours(s["idle_held_minutes"] / 60)),
+                ev.part("util_from", metric=s["sources"]) if s["sources"] else ev.part("util_no_data"),
+                ev.part("no_telemetry", n=ev.gpu_hours(s["no_data_minutes"] / 60)),
+            ]
             if s["worst_minutes"]:
-                evidence += f"; most idle: job {s['worst_job']} ({s['worst_minutes'] / 60:.1f} GPU-hours)"
+                parts.append(ev.part("most_idle", job=str(s["worst_job"]), h=ev.gpu_hours(s["worst_minutes"] / 60)))
             rows.append(result_row(
                 inputs, scenario=_SCENARIO, subject_kind="team", subject=s["team"], indicator="idle_gpu_hours",
                 value=idle_minutes / 60.0 if s["gpu_minutes"] else None, slo=slo,
                 objective=slo.threshold if slo else None,
                 rows=int(s["gpu_minutes"]), completeness=s["gpu_minutes"] / expected if expected else None,
-                evidence=evidence,
+                evidence=ev.encode(parts),
             ))
         return rows

@@ -19,6 +19,7 @@ from typing import Any
 
 import polars as pl
 
+from gpusteward import evidence as ev
 from gpusteward.config.schema import Config
 from gpusteward.domain import FAILURE_STATES, INTERRUPTED_STATES, Scenario
 from sla.common import (
@@ -26,7 +27,6 @@ from sla.common import (
     base_state,
     ended_in,
     events_within,
-    human_duration,
     result_row,
     results_frame,
     slo_for,
@@ -128,40 +128,39 @@ class InterruptionEvaluator:
 
     def _rows(self, inputs: EvaluationInputs, config: Config, s: dict[str, Any]) -> list[dict[str, Any]]:
         def row(
-            indicator: str, value: float | None, n: int, completeness: float | None, evidence: str
+            indicator: str, value: float | None, n: int, completeness: float | None, *parts: ev.Part
         ) -> dict[str, Any]:
             slo = slo_for(config, s["scenario"], indicator)
             events = events_within(s["recoveries"], slo) if indicator == "recovery_time_p95" else None
             return result_row(
                 inputs, scenario=s["scenario"], subject_kind="queue", subject=s["queue"], indicator=indicator,
                 value=value, objective=slo.threshold if slo else None, slo=slo, rows=n, completeness=completeness,
-                evidence=evidence, events=events,
+                evidence=ev.encode(parts), events=events,
             )
 
         n_pre, started = int(s["preemptions"]), int(s["started"])
-        teams = ", ".join(f"{t['team']} {t['count']}" for t in sorted(
+        teams = tuple(ev.part("team_count", team=str(t["team"]), n=int(t["count"])) for t in sorted(
             s["teams"] or [], key=lambda t: (-t["count"], str(t["team"]))
         ))
-        who = f" (by team: {teams})" if teams else ""
+        ended = [ev.part("ended_preempted", n=n_pre)] + ([ev.part("by_team", list=teams)] if teams else [])
         hours = float(s["gpu_hours"] or 0.0)
         rows = [
-            row("preemptions", float(n_pre), n_pre, 1.0, f"{n_pre} records ended PREEMPTED or REQUEUED{who}"),
+            row("preemptions", float(n_pre), n_pre, 1.0, *ended),
             row(
                 "preemption_rate", n_pre / started if started else None, started, 1.0 if started else None,
-                f"{n_pre} preempted of {started} records started in the month",
+                ev.part("preempted_of", n=n_pre, m=started),
             ),
             row(
                 "preempted_gpu_hours", hours, n_pre,
                 (n_pre - int(s["no_gpus"] or 0)) / n_pre if n_pre else 1.0,
-                f"{hours:,.1f} GPU-hours held by preempted runs: the most work that was lost "
-                "(the records do not say when each job last checkpointed)",
+                ev.part("preempted_hours", n=ev.gpu_hours(hours)),
             ),
         ]
         setbacks, recovered = int(s["setbacks"]), int(s["recovered"])
         if setbacks:
             rows.append(row(
                 "recovery_time_p95", s["p95"], recovered, recovered / setbacks,
-                f"{recovered} of {setbacks} preempted or failed records ran again (same job id, or same user and "
-                f"job name); slowest back after {human_duration(s['max'])}",
+                ev.part("ran_again", n=recovered, m=setbacks),
+                ev.part("slowest_back", t=ev.duration(s["max"])),
             ))
         return rows

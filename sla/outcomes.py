@@ -20,13 +20,12 @@ from typing import Any
 
 import polars as pl
 
+from gpusteward import evidence as ev
 from gpusteward.config.schema import Config
 from gpusteward.domain import SUCCESS_STATES, Scenario
 from gpusteward.objectives import deadline, reproducibility
 from sla.common import (
     ended_in,
-    fmt_ratio,
-    human_duration,
     result_row,
     results_frame,
     slo_for,
@@ -66,12 +65,12 @@ class OutcomeEvaluator:
         return results_frame(rows)
 
     def _row(self, inputs: EvaluationInputs, config: Config, s: dict[str, Any], indicator: str, value: float | None,
-             *, n: int, completeness: float | None, evidence: str) -> dict[str, Any]:
+             *, n: int, completeness: float | None, evidence: list[ev.Part]) -> dict[str, Any]:
         slo = slo_for(config, s["scenario"], indicator)
         return result_row(
             inputs, scenario=s["scenario"], subject_kind="queue", subject=s["queue"], indicator=indicator,
             value=value, objective=slo.threshold if slo else None, slo=slo, rows=n, completeness=completeness,
-            evidence=evidence,
+            evidence=ev.encode(evidence),
         )
 
     def _efficiency(self, inputs: EvaluationInputs, config: Config, jobs: pl.DataFrame) -> list[dict[str, Any]]:
@@ -98,8 +97,7 @@ class OutcomeEvaluator:
             exp = float(s["expected"] or 0.0)
             rows.append(self._row(
                 inputs, config, s, "gpu_efficiency", value, n=n, completeness=min(1.0, n / exp) if exp else None,
-                evidence=f"mean utilisation {fmt_ratio(value)} over {n:,} GPU-minutes with data "
-                f"of {exp:,.0f} allocated",
+                evidence=[ev.part("mean_util", u=ev.ratio(value), n=n, m=round(exp))],
             ))
         return rows
 
@@ -124,14 +122,14 @@ class OutcomeEvaluator:
             rows.append(self._row(
                 inputs, config, s, "completed_per_gpu_hour", completed / hours if hours > 0 else None, n=completed,
                 completeness=1.0 if hours > 0 else None,
-                evidence=f"{completed} records COMPLETED in {hours:,.1f} GPU-hours held",
+                evidence=[ev.part("completed_per_hour", n=completed, h=ev.gpu_hours(hours))],
             ))
             share = s["in_time"] / completed if completed else None
             rows.append(self._row(
                 inputs, config, s, "within_deadline", share, n=completed, completeness=1.0 if completed else None,
-                evidence=f"{s['in_time']} of {completed} completed within "
-                f"{human_duration(limit.total_seconds())} of submit; "
-                f"slowest {human_duration(s['slowest'])}",
+                evidence=[ev.part("within_deadline", n=int(s["in_time"]), m=completed,
+                                  d=ev.duration(limit.total_seconds())),
+                          ev.part("slowest", t=ev.duration(s["slowest"]))],
             ))
         return rows
 
@@ -150,9 +148,9 @@ class OutcomeEvaluator:
         rows: list[dict[str, Any]] = []
         for s in stats.iter_rows(named=True):
             n, ok = int(s["n"]), int(s["ok"])
-            evidence = f"{ok} of {n} records carry {', '.join(keys)} in {', '.join(fields)}"
+            evidence = [ev.part("carry_keys", n=ok, m=n, keys=ev.Names(tuple(keys)), fields=ev.Names(tuple(fields)))]
             if s["example"] is not None:
-                evidence += f"; e.g. job {s['example']} does not"
+                evidence.append(ev.part("example_job_lacks", job=str(s["example"])))
             rows.append(self._row(inputs, config, s, "reproducible_share", ok / n if n else None, n=n,
                                   completeness=1.0 if n else None, evidence=evidence))
         return rows

@@ -18,6 +18,7 @@ from typing import Any, Protocol
 
 import polars as pl
 
+from gpusteward import evidence as ev
 from gpusteward.config.schema import Config, InferenceReserveLine
 from gpusteward.domain import INTERRUPTED_STATES, Scenario
 from gpusteward.tables import conform
@@ -87,10 +88,6 @@ def _episodes(per_minute: pl.DataFrame, line: InferenceReserveLine) -> list[dict
     return join_runs(minute_runs(breach), [], for_=line.for_, keep_firing_for=line.keep_firing_for)
 
 
-def _clock(moment: datetime) -> str:
-    return moment.strftime("%m-%d %H:%M")
-
-
 def _evidence(held: pl.DataFrame, jobs: pl.DataFrame, start: datetime, end: datetime, total: int) -> str:
     """Which jobs held the GPUs during the episode, biggest first, and which inference work was preempted."""
     inside = held.filter((pl.col("first") < end) & (pl.col("last") > start)).with_columns(
@@ -99,23 +96,25 @@ def _evidence(held: pl.DataFrame, jobs: pl.DataFrame, start: datetime, end: date
             * pl.col("gpus_allocated")
         ).alias("_gpu_min")
     ).sort(["_gpu_min", "job_id"], descending=[True, False])
-    named = [
-        f"{r['scenario']} job {r['job_id']} ({r['team']}, {r['gpus_allocated']} GPUs from {_clock(r['first'])})"
+    named = tuple(
+        ev.part("holder", scenario=ev.Word("scenario", str(r["scenario"])), job=str(r["job_id"]), team=str(r["team"]),
+                gpus=ev.gpus(r["gpus_allocated"]), start=r["first"])
         for r in inside.head(_MAX_NAMED_JOBS).iter_rows(named=True)
-    ]
-    text = f"{total} GPUs in the cluster; held by other work: " + ("; ".join(named) if named else "none recorded")
+    )
+    parts = [ev.part("gpus_in_cluster", n=ev.gpus(total)),
+             ev.part("held_by_other", list=named) if named else ev.part("held_by_none")]
     if inside.height > _MAX_NAMED_JOBS:
-        text += f"; and {inside.height - _MAX_NAMED_JOBS} more jobs"
+        parts.append(ev.part("more_jobs", n=inside.height - _MAX_NAMED_JOBS))
     preempted = jobs.filter(
         (pl.col("scenario") == _INFERENCE)
         & base_state().is_in(list(INTERRUPTED_STATES))
         & pl.col("end_time").is_between(start, end, closed="left")
     ).sort("end_time", "job_id")
     if preempted.height:
-        text += "; inference preempted: " + ", ".join(
-            f"job {r['job_id']} at {_clock(r['end_time'])}" for r in preempted.iter_rows(named=True)
-        )
-    return text
+        parts.append(ev.part("inference_preempted", list=tuple(
+            ev.part("job_at", job=str(r["job_id"]), at=r["end_time"]) for r in preempted.iter_rows(named=True)
+        )))
+    return ev.encode(parts)
 
 
 def inference_reserve_episodes(inputs: EvaluationInputs, config: Config) -> pl.DataFrame:

@@ -18,11 +18,12 @@ from typing import Any
 import numpy as np
 import polars as pl
 
+from gpusteward import evidence as ev
 from gpusteward.config.protection import BurnRateLine as BurnRateConfig
 from gpusteward.config.schema import Config
-from sla.common import human_duration, window_of
+from sla.common import window_of
 from sla.inputs import EvaluationInputs
-from sla.protection_common import clock, episode_row, episodes_frame, join_runs, minute_runs
+from sla.protection_common import episode_row, episodes_frame, join_runs, minute_runs
 
 BURN_RATE = "burn_rate"
 _SEVERITY_ORDER = ("critical", "warning", "info")
@@ -107,19 +108,19 @@ class BurnRateLine:
         for ep in join_runs(minute_runs(flagged), [], for_=timedelta(0), keep_firing_for=line.keep_firing_for):
             hit = [k for k in range(len(line.windows)) if any(ep[f"_f{k}"])]
             worst = max(max(ep[f"_r{k}"]) for k in hit)
-            pairs = ", ".join(
-                f"{_span(line.windows[k].long)}/{_span(line.windows[k].short)} at {line.windows[k].factor:g}x "
-                f"(long-window burn up to {max(ep[f'_r{k}']):.1f}x)" for k in hit
+            pairs = tuple(
+                ev.part("burn_pair", window=f"{_span(line.windows[k].long)}/{_span(line.windows[k].short)}",
+                        factor=ev.multiple(line.windows[k].factor), peak=ev.multiple(max(ep[f"_r{k}"])))
+                for k in hit
             )
-            what = (
-                "errors" if line.indicator == "error_rate" or line.threshold is None
-                else f"requests slower than {human_duration(line.threshold.total_seconds())}"
+            times: dict[str, ev.Value] = {"start": ep["start"], "end": ep["end"], "target": ev.ratio(line.target),
+                     "pairs": pairs}
+            burned = (
+                ev.part("errors_burned", **times) if line.indicator == "error_rate" or line.threshold is None
+                else ev.part("burned", t=ev.duration(line.threshold.total_seconds()), **times)
             )
             severity = min((line.windows[k].severity for k in hit), key=_SEVERITY_ORDER.index)
-            evidence = (
-                f"{what} burned the {line.target:.2%} objective's budget from {clock(ep['start'])} to "
-                f"{clock(ep['end'])}: {pairs}; gate {line.min_requests} requests per long window"
-            )
+            evidence = ev.encode([burned, ev.part("gate", n=line.min_requests)])
             out.append(episode_row(
                 BURN_RATE, service, ep["start"], ep["end"], worst=worst, threshold=min(line.windows[k].factor
                                                                                          for k in hit),

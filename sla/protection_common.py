@@ -175,6 +175,3 @@ def episode_row(
 def episodes_frame(rows: Iterable[dict[str, Any]]) -> pl.DataFrame:
     return pl.DataFrame(list(rows), schema=BREACH_EPISODES, orient="row").sort("line", "subject", "start")
 
-
-def clock(moment: datetime | None) -> str:
-    return "n/a" if moment is None else moment.strftime("%m-%d %H:%M")

@@ -17,14 +17,14 @@ from typing import Any
 
 import polars as pl
 
+from gpusteward import evidence as ev
 from gpusteward.config.protection import InferencePreemptionLine as InferencePreemptionConfig
 from gpusteward.config.schema import Config
 from gpusteward.domain import Scenario
-from sla.common import base_state, classified_jobs, ended_in, fmt_ratio, window_of
+from sla.common import base_state, classified_jobs, ended_in, window_of
 from sla.inputs import EvaluationInputs
 from sla.ledger import ledger
 from sla.protection_common import (
-    clock,
     episode_row,
     episodes_frame,
     join_runs,
@@ -77,10 +77,11 @@ class TrainingPreemptionLine:
             for ep in join_runs(minute_runs(frame), [], for_=line.for_, keep_firing_for=line.keep_firing_for):
                 worst = max(ep["ratio"])
                 at = ep["ratio"].index(worst)
-                evidence = (
-                    f"{ep['bad'][at]} of {ep['n'][at]} training records that ended in the {line.window} before "
-                    f"{clock(ep['start'])} were preempted ({fmt_ratio(worst)}, limit {fmt_ratio(ep['limit'][at])})"
-                )
+                evidence = ev.encode([ev.part(
+                    "training_preempted", n=int(ep["bad"][at]), m=int(ep["n"][at]),
+                    window=ev.duration(line.window.total_seconds()), at=ep["start"], p=ev.ratio(worst),
+                    limit=ev.ratio(ep["limit"][at]),
+                )])
                 rows.append(episode_row(
                     TRAINING_PREEMPTION, line.cluster, ep["start"], ep["end"], worst=worst,
                     threshold=min(ep["limit"]), severity=line.severity, fallback=line.fallback, evidence=evidence,
@@ -135,7 +136,8 @@ class InferencePreemptionLine:
         rows: list[dict[str, Any]] = []
         for ep in episodes:
             parts = [
-                f"job {j} ({n or 'replica'}, {g} GPUs) preempted at {clock(t)} by training job {w} ({team})"
+                ev.part("preempted_by", job=str(j), name=str(n or "-"), gpus=ev.gpus(g), at=t, by=str(w),
+                        team=str(team))
                 for t, j, n, g, w, team in zip(
                     ep["ts"], ep["job_id"], ep["_name"], ep["gpus"], ep["gained_job_id"], ep["gained_team"],
                     strict=True,
@@ -143,6 +145,6 @@ class InferencePreemptionLine:
             ]
             rows.append(episode_row(
                 INFERENCE_PREEMPTION, ep["cluster"], ep["start"], ep["end"], worst=float(len(parts)), threshold=0.0,
-                severity=line.severity, fallback=line.fallback, evidence="; ".join(parts), breached=ep["breached"],
+                severity=line.severity, fallback=line.fallback, evidence=ev.encode(parts), breached=ep["breached"],
             ))
         return rows

@@ -16,19 +16,18 @@
 from __future__ import annotations
 
 import fnmatch
-from datetime import timedelta
 from typing import Any
 
 import polars as pl
 
+from gpusteward import evidence as ev
 from gpusteward.config.schema import Config
 from gpusteward.domain import Scenario
 from gpusteward.objectives import interactive_limits
-from sla.common import classified_jobs, human_duration, job_label, window_of
+from sla.common import classified_jobs, job_label, window_of
 from sla.inputs import EvaluationInputs
 from sla.minute_digest import minute_digest
 from sla.protection_common import (
-    clock,
     episode_row,
     episodes_frame,
     join_runs,
@@ -84,10 +83,12 @@ class QueueWaitLine:
             runs = merge_intervals(waited, ["queue"])
             for ep in join_runs(runs, ["queue"], for_=line.for_, keep_firing_for=line.keep_firing_for):
                 order = sorted(range(len(ep["job_id"])), key=lambda i: (-ep["wait_s"][i], ep["job_id"][i]))
-                named = ", ".join(
-                    f"job {ep['job'][i]} waited {human_duration(ep['wait_s'][i])}" for i in order[:_MAX_NAMED]
+                named = tuple(
+                    ev.part("job_waited", job=str(ep["job"][i]), wait=ev.duration(ep["wait_s"][i]))
+                    for i in order[:_MAX_NAMED]
                 )
-                evidence = f"{len(order)} jobs waited past {human_duration(min(ep['limit_s']))}: {named}"
+                evidence = ev.encode([ev.part("jobs_waited", n=len(order), t=ev.duration(min(ep["limit_s"])),
+                                              list=named)])
                 rows.append(episode_row(
                     QUEUE_WAIT, ep["queue"], ep["start"], ep["end"], worst=max(ep["wait_s"]),
                     threshold=min(ep["limit_s"]), severity=line.severity, fallback=line.fallback, evidence=evidence,
@@ -139,11 +140,14 @@ class InteractiveLimitsLine:
             for ep in join_runs(runs, ["team"], for_=line.for_, keep_firing_for=line.keep_firing_for):
                 jobs = sorted(set(ep["_job"]))
                 n_idle = len({j for j, w in zip(ep["_job"], ep["_why"], strict=True) if w == "idle"})
-                evidence = (
-                    f"{len(jobs)} sessions not reclaimed ({n_idle} idle past {_h(idle_limit)}, "
-                    f"{len(jobs) - n_idle} held past {_h(life)}) from {clock(ep['start'])}: jobs "
-                    + ", ".join(str(j) for j in jobs[:_MAX_NAMED]) + (" ..." if len(jobs) > _MAX_NAMED else "")
-                )
+                parts = [ev.part(
+                    "not_reclaimed", n=len(jobs), a=n_idle, x=ev.duration(idle_limit.total_seconds()),
+                    b=len(jobs) - n_idle, y=ev.duration(life.total_seconds()), start=ep["start"],
+                    jobs=ev.Names(tuple(str(j) for j in jobs[:_MAX_NAMED])),
+                )]
+                if len(jobs) > _MAX_NAMED:
+                    parts.append(ev.part("more_jobs", n=len(jobs) - _MAX_NAMED))
+                evidence = ev.encode(parts)
                 rows.append(episode_row(
                     INTERACTIVE_LIMITS, ep["team"] or "unattributed", ep["start"], ep["end"], worst=float(len(jobs)),
                     threshold=0.0, severity=line.severity, fallback=line.fallback, evidence=evidence,
@@ -151,6 +155,3 @@ class InteractiveLimitsLine:
                 ))
         return episodes_frame(rows)
 
-
-def _h(limit: timedelta) -> str:
-    return human_duration(limit.total_seconds())

@@ -18,6 +18,7 @@ from typing import Any
 
 import polars as pl
 
+from gpusteward import evidence as ev
 from gpusteward.config.schema import Config
 from gpusteward.domain import INTERRUPTED_STATES, SUCCESS_STATES, Scenario
 from sla.common import (
@@ -25,8 +26,6 @@ from sla.common import (
     classified_jobs,
     ended_in,
     events_within,
-    fmt_ratio,
-    human_duration,
     job_label,
     result_row,
     results_frame,
@@ -99,10 +98,11 @@ class QueueEvaluator:
         rows: list[dict[str, Any]] = []
         for s in stats.iter_rows(named=True):
             completeness = s["with_wait"] / s["n"] if s["n"] else None
-            evidence = (
-                f"{s['with_wait']} records started in the month; longest wait "
-                f"{human_duration(s['max'])} (job {s['worst_job']}, team {s['worst_team']})"
-            )
+            evidence = ev.encode([
+                ev.part("started", n=int(s["with_wait"])),
+                ev.part("longest_wait_job", wait=ev.duration(s["max"]), job=str(s["worst_job"]),
+                        team=str(s["worst_team"])),
+            ])
             for indicator, value in zip(_WAITS, (s["p50"], s["p95"], s["max"]), strict=True):
                 slo = slo_for(config, s["scenario"], indicator) if by is None else None
                 rows.append(result_row(
@@ -129,12 +129,14 @@ class QueueEvaluator:
             value = s["ok"] / known if known else None
             # Most frequent first, ties by name, so the text is the same on every run.
             states = sorted(s["states"], key=lambda c: (-c["count"], c["base_state"]))
-            others = ", ".join(
-                f"{c['count']} {c['base_state']}" for c in states if c["base_state"] not in SUCCESS_STATES
+            others = tuple(
+                ev.part("state_count", n=int(c["count"]), state=str(c["base_state"]))
+                for c in states if c["base_state"] not in SUCCESS_STATES
             )
-            evidence = f"{s['ok']} of {known} records that ended in the month COMPLETED ({fmt_ratio(value)})"
+            parts = [ev.part("completed_share", n=int(s["ok"]), m=int(known), p=ev.ratio(value))]
             if others:
-                evidence += f"; others: {others}"
+                parts.append(ev.part("others", list=others))
+            evidence = ev.encode(parts)
             slo = slo_for(config, s["scenario"], "success_rate")
             rows.append(result_row(
                 inputs, scenario=s["scenario"], subject_kind="queue", subject=s["queue"], indicator="success_rate",
@@ -161,10 +163,10 @@ class QueueEvaluator:
         for s in stats.iter_rows(named=True):
             value = s["complete"] / s["n"] if s["n"] else None
             slo = slo_for(config, s["scenario"], "record_completeness")
-            evidence = (
-                f"{s['complete']} of {s['n']} started records complete; missing eligible time {s['no_eligible']}, "
-                f"GPUs allocated {s['no_gpus']}, end state {s['no_state']}"
-            )
+            evidence = ev.encode([
+                ev.part("complete_records", n=int(s["complete"]), m=int(s["n"])),
+                ev.part("missing_fields", a=int(s["no_eligible"]), b=int(s["no_gpus"]), c=int(s["no_state"])),
+            ])
             rows.append(result_row(
                 inputs, scenario=s["scenario"], subject_kind="queue", subject=s["queue"],
                 indicator="record_completeness", value=value, objective=slo.threshold if slo else None, slo=slo,

@@ -19,7 +19,7 @@ SLA_RESULTS = schema(
         "budget_left": pl.Float64,  # share of the error budget left (<= 1), null when not applicable
         "rows": pl.Int64,  # rows the value was computed from
         "completeness": pl.Float64,  # 0..1: share of the expected rows that were present
-        "evidence": pl.Utf8,  # short pointer to the rows behind the value (ids, time ranges)
+        "evidence": pl.Utf8,  # gpusteward.evidence parts: the rows behind the value (ids, time ranges)
     }
 )
 
@@ -34,7 +34,7 @@ BREACH_EPISODES = schema(
         "threshold": pl.Float64,
         "severity": pl.Utf8,
         "fallback": pl.Utf8,
-        "evidence": pl.Utf8,  # which jobs held the GPUs, for how long
+        "evidence": pl.Utf8,  # gpusteward.evidence parts: which jobs held the GPUs, for how long
     }
 )
 
@@ -120,7 +120,7 @@ COMPLETENESS = schema(
         "expected": pl.Int64,  # rows expected (e.g. GPU-minutes of the GPUs in inventory)
         "present": pl.Int64,
         "missing": pl.Int64,
-        "detail": pl.Utf8,  # e.g. the longest gap: host, GPUs, from, to
+        "detail": pl.Utf8,  # gpusteward.evidence parts, e.g. the longest gap: host, GPUs, from, to
     }
 )
 

@@ -10,7 +10,7 @@ from typing import Any
 import duckdb
 import polars as pl
 
-from gpusteward import tables
+from gpusteward import evidence, tables
 from gpusteward.config.schema import IdleConfig
 from gpusteward.domain import Month
 from gpusteward.tables import schema
@@ -203,14 +203,20 @@ def completeness(con: duckdb.DuckDBPyConnection, month: Month) -> pl.DataFrame:
     SELECT 'gpu_minutes' AS source, p.cluster, sum(p.expected)::BIGINT AS expected,
            sum(least(p.present, p.expected))::BIGINT AS present,
            (sum(p.expected) - sum(least(p.present, p.expected)))::BIGINT AS missing,
-           any_value(CASE WHEN w.host IS NULL THEN NULL ELSE
-               w.host || ': ' || w.gpus || ' GPUs silent ' || strftime(w.gap_start, '%Y-%m-%d %H:%M') || ' to '
-               || strftime(w.gap_end, '%Y-%m-%d %H:%M') || ' UTC (' || w.gap_minutes || ' min each)' END) AS detail
+           any_value(w.host) AS host, any_value(w.gpus) AS gpus, any_value(w.gap_start) AS gap_start,
+           any_value(w.gap_end) AS gap_end, any_value(w.gap_minutes) AS gap_minutes
     FROM per_gpu p LEFT JOIN (SELECT * FROM worst WHERE rn = 1) w USING (cluster)
     GROUP BY p.cluster ORDER BY p.cluster
     """
     params = [lo, hi, lo, hi, lo, hi, lo, hi]
-    return _frame(con, sql, params, results.COMPLETENESS)
+    rows = []
+    for r in con.sql(sql, params=params).pl().iter_rows(named=True):
+        detail = None if r["host"] is None else evidence.encode([evidence.part(
+            "host_gap", host=str(r["host"]), gpus=evidence.gpus(r["gpus"]), start=r["gap_start"], end=r["gap_end"],
+            lasted=evidence.duration(float(r["gap_minutes"]) * 60.0),
+        )])
+        rows.append({name: r.get(name) for name in results.COMPLETENESS if name != "detail"} | {"detail": detail})
+    return pl.DataFrame(rows, schema=results.COMPLETENESS)
 
 
 def _month_frame(con: duckdb.DuckDBPyConnection, table: str, month: Month, schema: pl.Schema) -> pl.DataFrame:
@@ -258,19 +264,20 @@ def output_months(con: duckdb.DuckDBPyConnection) -> list[str]:
     return [r[0] for r in run(con, "SELECT DISTINCT month FROM sla_results ORDER BY month")]
 
 
-def data_months(con: duckdb.DuckDBPyConnection) -> list[str]:
-    rows = run(
+def data_months(con: duckdb.DuckDBPyConnection, tz: str = "UTC") -> list[str]:
+    """Every month from the first to the last with GPU-minutes or job records, as months of `tz`
+    (the pool's time zone: a record at 31 October 20:00 UTC is in November in Asia/Shanghai)."""
+    first, last = run(
         con,
-        "SELECT DISTINCT strftime(ts, '%Y-%m') AS m FROM ("  # noqa: S608 - fixed SQL
+        "SELECT min(ts), max(ts) FROM ("  # noqa: S608 - fixed SQL
         f" SELECT first AS ts FROM ({GPU_MINUTE_SPAN}) UNION ALL SELECT last FROM ({GPU_MINUTE_SPAN})"
         " UNION ALL SELECT min(submit_time) FROM jobs UNION ALL SELECT max(coalesce(end_time, submit_time)) FROM jobs"
-        ") WHERE ts IS NOT NULL ORDER BY m",
-    )
-    if not rows:
+        ") WHERE ts IS NOT NULL",
+    )[0]
+    if first is None or last is None:
         return []
-    first, last = Month.parse(rows[0][0]), Month.parse(rows[-1][0])
-    out, m = [], first
-    while m <= last:
+    out, m, end = [], Month.of(first, tz), Month.of(last, tz)
+    while m <= end:
         out.append(str(m))
         m = m.next()
     return out
@@ -319,8 +326,8 @@ def plans(con: duckdb.DuckDBPyConnection, month: Month | None) -> pl.DataFrame:
     return _frame(con, "SELECT * FROM quota_plans WHERE month = ? ORDER BY created_at", [str(month)], PLANS)
 
 
-def status(con: duckdb.DuckDBPyConnection) -> dict[str, Any]:
-    """Tables with row counts and time coverage; GPU-minute completeness per month of data."""
+def status(con: duckdb.DuckDBPyConnection, tz: str = "UTC") -> dict[str, Any]:
+    """Tables with row counts and time coverage; GPU-minute completeness per month of data (months of `tz`)."""
     info: dict[str, Any] = {}
     for table in USER_TABLES:
         entry: dict[str, Any] = {"rows": count(con, table)}
@@ -330,10 +337,10 @@ def status(con: duckdb.DuckDBPyConnection) -> dict[str, Any]:
             entry["min_ts"] = lo.isoformat() if lo else None
             entry["max_ts"] = hi.isoformat() if hi else None
         info[table] = entry
-    months = data_months(con)
+    months = data_months(con, tz)
     coverage = []
     for m in months:
-        frame = completeness(con, Month.parse(m))
+        frame = completeness(con, Month.parse(m, tz))
         for row in frame.iter_rows(named=True):
             expected = row["expected"] or 0
             coverage.append(

@@ -272,9 +272,9 @@ class Warehouse:
         """Months that have evaluated outputs, oldest first."""
         return [Month.parse(m) for m in queries.output_months(self._con)]
 
-    def data_months(self) -> list[Month]:
-        """Months that have any telemetry or job data, oldest first."""
-        return [Month.parse(m) for m in queries.data_months(self._con)]
+    def data_months(self, tz: str = "UTC") -> list[Month]:
+        """Months of `tz` (the pool's time zone) that have any telemetry or job data, oldest first."""
+        return [Month.parse(m, tz) for m in queries.data_months(self._con, tz)]
 
     def alerts(self, month: Month | None = None) -> pl.DataFrame:
         return queries.alerts(self._con, month)
@@ -282,8 +282,9 @@ class Warehouse:
     def plans(self, month: Month | None = None) -> pl.DataFrame:
         return queries.plans(self._con, month)
 
-    def status(self) -> dict[str, Any]:
-        return queries.status(self._con) | {
+    def status(self, tz: str = "UTC") -> dict[str, Any]:
+        """Row counts, time coverage and completeness per month of `tz` (the pool's time zone)."""
+        return queries.status(self._con, tz) | {
             "path": self.path,
             "schema_version": current_version(self._con),
             "quarantine": quarantine.listing(self._con),

@@ -128,7 +128,11 @@ class AlertsConfig:
 @dataclass(frozen=True)
 class ReportsConfig:
     schedule: str = opt("0 8 1 * *", "cron schedule of the monthly review")
-    timezone: str = opt("UTC", "time zone of the schedule")
+    timezone: str = opt("", "time zone of the schedule; empty: the pool's `timezone`")
+
+    def zone(self, pool_zone: str) -> str:
+        """The schedule's time zone: its own, else the pool's."""
+        return self.timezone or pool_zone
     languages: list[Literal["en", "zh"]] = opt(["en"], "languages of the review")
     formats: list[Literal["md", "html", "pdf"]] = opt(["md"], "formats of the review")
     out_dir: str = opt("reports", "folder the reviews are written to, relative to the config file")

@@ -200,7 +200,7 @@ def _reports_and_quota(config: Config) -> list[str]:
     problems = []
     if not _zone_ok(config.timezone):
         problems.append(f"timezone: unknown time zone {config.timezone!r}")
-    if not _zone_ok(config.reports.timezone):
+    if config.reports.timezone and not _zone_ok(config.reports.timezone):
         problems.append(f"reports.timezone: unknown time zone {config.reports.timezone!r}")
     schedule_problem = cron.check(config.reports.schedule)
     if schedule_problem:

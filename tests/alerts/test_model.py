@@ -21,11 +21,11 @@ def test_resolved_episode_becomes_a_resolved_alert() -> None:
         "alertname": "InferenceReserveBreach", "cluster": "east", "line": "inference_reserve", "severity": "critical",
     }
     assert body["annotations"]["summary"] == (
-        "Online inference on east had as few as 8 GPUs available, below its reserve of 12, for 1h30m"
+        "Online inference on east had as few as 8 GPUs available, below its reserve of 12 GPUs, for 1h 30m"
     )
     assert body["annotations"]["fallback"] == "Pause training on east."
     assert body["annotations"]["evidence"] == "training job 20 (nlp, 8 GPUs from 03-04 11:00)"
-    assert "to 2026-03-04T12:30:00Z (90 breaching minutes)" in body["annotations"]["description"]
+    assert "to 2026-03-04 12:30 UTC (90 breaching minutes)" in body["annotations"]["description"]
     assert (body["startsAt"], body["endsAt"]) == ("2026-03-04T11:00:00Z", "2026-03-04T12:30:00Z")
 
 
@@ -41,7 +41,7 @@ def test_an_episode_clear_for_less_than_keep_firing_for_stays_firing() -> None:
     one_hour_later = END + timedelta(hours=1)
     (alert,) = alerts_from_episodes(episodes({}), recurring, data_end=one_hour_later)
     assert alert.status == "firing"  # a recurrence within 2h would join the same episode
-    assert "clear since 2026-03-04T12:30:00Z" in alert.annotations["description"]
+    assert "clear since 2026-03-04 12:30 UTC" in alert.annotations["description"]
     (later,) = alerts_from_episodes(episodes({}), recurring, data_end=END + timedelta(hours=3))
     assert later.status == "resolved"
     (plain,) = alerts_from_episodes(episodes({}), config(), data_end=one_hour_later)

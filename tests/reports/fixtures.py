@@ -12,6 +12,7 @@ from typing import Any
 
 import polars as pl
 
+from gpusteward import evidence as ev
 from gpusteward.config.schema import Config, InferenceReserveLine, ProtectionConfig, TeamConfig
 from gpusteward.config.texts import LocalText
 from gpusteward.domain import Month
@@ -33,37 +34,66 @@ from sla.results import (
 
 MONTH = Month(2026, 11)
 
+def _waits(n: int, longest: float, job: str, team: str) -> str:
+    return ev.encode([ev.part("started", n=n),
+                      ev.part("longest_wait_job", wait=ev.duration(longest), job=job, team=team)])
+
+
+def _month_value(indicator: str, value: float, requests: int) -> str:
+    return ev.encode([ev.part("month_value", indicator=ev.Word("indicator", indicator), value=ev.duration(value),
+                              n=requests)])
+
+
+def _share(used: float, borrowed: float, contended: float) -> str:
+    return ev.encode([
+        ev.part("team_use", used=ev.gpu_hours(used), borrowed=ev.gpu_hours(borrowed),
+                contended=ev.gpu_hours(contended)),
+        ev.part("entitlement_basis", h=ev.duration(720 * 3600.0)),
+    ])
+
+
+def _held(*jobs: tuple[str, int, datetime]) -> str:
+    holders = tuple(ev.part("holder", scenario=ev.Word("scenario", "training"), job=job, team="vision",
+                            gpus=ev.gpus(gpus), start=start) for job, gpus, start in jobs)
+    return ev.encode([ev.part("gpus_in_cluster", n=ev.gpus(20)), ev.part("held_by_other", list=holders)])
+
+
+_TRAIN_WAITS = _waits(412, 9000.0, "1377", "nlp")
+_EVAL_WAITS = _waits(96, 45000.0, "2077", "nlp")
+
 _RESULTS: list[tuple[Any, ...]] = [
     # scenario, kind, subject, indicator, value, objective, met, budget_left, rows, completeness, evidence
     ("training", "queue", "east/train", "queue_wait_p50", 1800.0, None, None, None, 412, 0.99,
-     "sacct east partition=train jobs 1001-1412"),
-    ("training", "queue", "east/train", "queue_wait_p95", 5400.0, 7200.0, True, 0.4, 412, 0.99,
-     "sacct east partition=train jobs 1001-1412"),
+     _TRAIN_WAITS),
+    ("training", "queue", "east/train", "queue_wait_p95", 5400.0, 7200.0, True, 0.4, 412, 0.99, _TRAIN_WAITS),
     ("training", "queue", "east/train", "success_rate", 0.91, 0.5, True, None, 398, 0.99,
-     "sacct east partition=train finished records"),
-    ("evaluation", "queue", "west/eval", "queue_wait_p50", 4500.0, None, None, None, 96, 1.0,
-     "sacct west partition=eval jobs 2001-2096"),
-    ("evaluation", "queue", "west/eval", "queue_wait_p95", 19800.0, 3600.0, False, -4.5, 96, 1.0,
-     "sacct west partition=eval jobs 2001-2096"),
-    ("evaluation", "queue", "west/eval", "queue_wait_max", 45000.0, None, None, None, 96, 1.0,
-     "sacct west job 2077 waited longest"),
+     ev.encode([ev.part("completed_share", n=362, m=398, p=ev.ratio(0.91)),
+                ev.part("others", list=(ev.part("state_count", n=30, state="FAILED"),
+                                        ev.part("state_count", n=6, state="TIMEOUT")))])),
+    ("evaluation", "queue", "west/eval", "queue_wait_p50", 4500.0, None, None, None, 96, 1.0, _EVAL_WAITS),
+    ("evaluation", "queue", "west/eval", "queue_wait_p95", 19800.0, 3600.0, False, -4.5, 96, 1.0, _EVAL_WAITS),
+    ("evaluation", "queue", "west/eval", "queue_wait_max", 45000.0, None, None, None, 96, 1.0, _EVAL_WAITS),
     ("batch_inference", "queue", "west/batch", "queue_wait_p95", None, 14400.0, None, None, 0, 0.0, ""),
     ("online_inference", "service", "chat-70b", "latency_p95", 5.2, None, None, None, 8640, 0.985,
-     "vllm east chat-70b 5m windows"),
+     _month_value("latency_p95", 5.2, 1_200_000)),
     ("online_inference", "service", "chat-70b", "latency_p99", 11.4, 8.0, False, -0.8, 8640, 0.985,
-     "vllm east chat-70b 5m windows; misses 09:00-12:00 and 19:00-22:00 Asia/Shanghai"),
+     ev.joined(_month_value("latency_p99", 11.4, 1_200_000), ev.encode([
+         ev.part("above_in_windows", indicator=ev.Word("indicator", "latency_p99"), value=ev.duration(8.0), n=432,
+                 m=8640, p=ev.ratio(0.05)),
+         ev.part("peak_hours", hours=ev.Names(("09:00-12:00", "19:00-22:00")), tz="Asia/Shanghai",
+                 p=ev.ratio(0.31)),
+     ]))),
     ("online_inference", "service", "chat-70b", "error_rate", 0.004, 0.05, True, 0.92, 8640, 0.985,
-     "vllm east chat-70b 5m windows"),
+     ev.encode([ev.part("errors_in", n=4800, m=1_200_000, p=ev.ratio(0.004))])),
     ("online_inference", "service", "embed-small", "latency_p99", 0.85, 8.0, True, 1.0, 8640, 1.0,
-     "vllm east embed-small 5m windows"),
+     _month_value("latency_p99", 0.85, 310_000)),
     ("interactive", "team", "research", "time_to_gpu_p95", 420.0, 900.0, True, 0.7, 58, 0.97,
-     "sacct west partition=interactive sessions"),
+     ev.encode([ev.part("sessions", n=58), ev.part("longest_wait", wait=ev.duration(1500.0))])),
     ("interactive", "team", "research", "idle_gpu_hours", 14600 / 60, 100.0, False, None, 58, 0.97,
      "idle_by_job team=research scenario=interactive"),
     ("all", "team", "vision", "share_over_entitlement", 1.62, 1.25, False, None, 25, 1.0,
-     "3,100.5 GPU-hours, 24.3% of the pool against an entitled 15.0%"),
-    ("all", "team", "nlp", "share_over_entitlement", 0.9, 1.25, True, None, 216, 1.0,
-     "4,840.0 GPU-hours, 27.0% of the pool against an entitled 30.0%"),
+     _share(3100.5, 1210.0, 640.0)),
+    ("all", "team", "nlp", "share_over_entitlement", 0.9, 1.25, True, None, 216, 1.0, _share(4840.0, 120.0, 0.0)),
 ]
 
 _IDLE: list[tuple[Any, ...]] = [
@@ -89,8 +119,10 @@ _USAGE: list[tuple[Any, ...]] = [
 _COMPLETENESS: list[tuple[Any, ...]] = [
     ("gpu_minutes", "east", 1382400, 1382400, 0, ""),
     ("gpu_minutes", "west", 1382400, 1368000, 14400,
-     "west-gpu-05 GPUs 0-7, 2026-11-18 02:00 to 2026-11-19 08:00 (exporter down)"),
-    ("inference_windows", "east", 8640, 8600, 40, "chat-70b east-gpu-02:8000, 2026-11-09 14:00 to 17:20"),
+     ev.encode([ev.part("gap", host="west-gpu-05", gpus="0,1,2,3,4,5,6,7", start=datetime(2026, 11, 18, 2),
+                        end=datetime(2026, 11, 19, 8), lasted=ev.duration(30 * 3600.0))])),
+    ("inference_windows", "east", 8640, 8600, 40,
+     ev.encode([ev.part("most_missing", service="chat-70b", instance="east-gpu-02:8000", missing=40, expected=8640)])),
     ("jobs", "east", 1200, 1200, 0, ""),
     ("jobs", "west", 900, 900, 0, ""),
 ]
@@ -99,9 +131,9 @@ _FALLBACK = "Preempt or pause low-priority training on east-gpu-01/02 until onli
 _FALLBACK_ZH = "抢占或暂停 east-gpu-01/02 上的低优先级训练，直到在线推理重新拥有 12 块 GPU。"
 _EPISODES: list[tuple[Any, ...]] = [
     ("inference_reserve", "east", datetime(2026, 11, 12, 10, 5), 75, 8.0, 12.0, "critical", _FALLBACK,
-     "training jobs 20011, 20014 held 8 GPUs on east-gpu-01/02"),
+     _held(("20011", 4, datetime(2026, 11, 12, 9)), ("20014", 4, datetime(2026, 11, 12, 9, 40)))),
     ("inference_reserve", "east", datetime(2026, 11, 21, 14, 0), 45, 10.0, 12.0, "critical", _FALLBACK,
-     "training job 20011 held 6 GPUs on east-gpu-02"),
+     _held(("20011", 6, datetime(2026, 11, 21, 13)))),
 ]
 
 def _m(key: str, **params: str | float | tuple[float | None, str]) -> Message:

@@ -81,12 +81,10 @@ def test_every_chinese_run_of_the_zh_pdf_is_set_in_a_cjk_font(demo_dir: Path) ->
 
 
 def test_the_chinese_review_has_no_english_sentence(demo_dir: Path) -> None:
-    """The body of the demo's zh review, its quota section included; the footnotes' evidence is left out
-    for the reason tests/reports/test_chinese_only.py gives (and checks the footnotes' catalogue parts)."""
+    """The demo's zh review, footnotes and quota section included."""
     config = load_config(demo_dir / "gpusteward.toml")
     review = (demo_dir / "reports" / "review-2026-10.zh.md").read_text(encoding="utf-8")
-    body = "\n".join(line for line in review.splitlines() if not line.startswith("[^"))
-    assert english_sentences(body, names_of(config)) == []
+    assert english_sentences(review, names_of(config)) == []
 
 
 def test_alerts_jsonl_holds_an_inference_reserve_breach(demo_dir: Path) -> None:

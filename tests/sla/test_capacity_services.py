@@ -7,9 +7,11 @@ from typing import Any
 import polars as pl
 import pytest
 
+from gpusteward.evidence import encode
 from sla.capacity import NEAR_CAPACITY, capacity_headroom, near_capacity, service_slots
 from sla.inference import OnlineInferenceEvaluator
 from tests.sla.builders import at, config, inputs, job, window
+from tests.sla.english import english
 
 RESERVE = """
 [[protection.inference_reserve]]
@@ -56,7 +58,7 @@ def test_headroom_from_the_load_where_the_service_saturates() -> None:
     # Per-replica rates are n / 300 s; saturated slots hold n = 450..600 (median 525),
     # the busy load is the 95th percentile of n = 30..600: 571.5. 1 - 571.5 / 525 < 0: no headroom.
     assert head["value"] == 0.0
-    assert "saturated" in head["evidence"]
+    assert "saturated" in english(head["evidence"])
     quiet = OnlineInferenceEvaluator().evaluate(
         inputs(windows=_busy_service("chat", saturate_at=10_000)), config()
     )
@@ -70,19 +72,19 @@ def test_headroom_is_one_minus_busy_load_over_capacity() -> None:
         n = 300.0 if slot < 10 else 150.0  # ten saturated slots at 1 req/s per replica, the rest at half
         rows.append(_w("chat", (slot + 1) * 5, n, waiting=1.0 if slot < 10 else 0.0))
     slots = service_slots(_slotted(rows), None)
-    value, evidence = capacity_headroom(slots)
+    value, parts = capacity_headroom(slots)
     # p95 of the load is 1 req/s (the saturated slots are a quarter of the month), capacity 1 req/s.
     assert value == pytest.approx(0.0)
-    assert "saturated (requests queued, KV cache full or p99 above objective) in 10 slots" in evidence
+    assert "saturated (requests queued, KV cache full or p99 above objective) in 10 slots" in english(encode(parts))
     # 3 saturated slots of 100 at 1 req/s; the busy load (p95) is the others' 0.5 req/s: half is left.
     light = [_w("chat", (i + 1) * 5, 300.0 if i < 3 else 150.0, waiting=1.0 if i < 3 else 0.0) for i in range(100)]
     value, _ = capacity_headroom(service_slots(_slotted(light), None))
     assert value == pytest.approx(0.5)
     # Two saturated slots are too few to place capacity: the KV cache (10% full) decides.
     fewer = [{**r, "waiting": 0.0} if i == 2 else r for i, r in enumerate(light)]
-    value, evidence = capacity_headroom(service_slots(_slotted(fewer), None))
+    value, parts = capacity_headroom(service_slots(_slotted(fewer), None))
     assert value == pytest.approx(0.9)
-    assert "too few" in evidence
+    assert "too few" in english(encode(parts))
 
 
 def test_latency_above_objective_counts_as_saturated() -> None:
@@ -118,15 +120,15 @@ def test_replicas_and_gpus_serving_from_named_jobs() -> None:
         inputs(windows=windows, jobs=jobs, data_end=at(60)), config(RESERVE + NAMED_JOBS))
     replicas = _row(got, "replicas", "chat-70b")
     assert replicas["value"] == 2.5  # median of six slots with 2 and six with 3
-    assert "fewest 2, most 3" in replicas["evidence"]
-    assert "3 distinct replicas" in replicas["evidence"]
+    assert "fewest 2, most 3" in english(replicas["evidence"])
+    assert "3 distinct replicas" in english(replicas["evidence"])
     gpus = _row(got, "gpus_serving", "chat-70b")
     assert gpus["value"] == pytest.approx(5.0)  # 2 + 2 the whole hour, 2 for half of it
-    assert "(1, 2, 3)" in gpus["evidence"]
+    assert "(1, 2, 3)" in english(gpus["evidence"])
     assert _row(got, "gpus_serving", "chat")["value"] == pytest.approx(1.0)  # "chat" does not claim chat-70b's jobs
     head = _row(got, "capacity_headroom", "chat-70b")
     # Inference jobs on east hold 6 GPUs on average against a reserve of 10: two more replicas of 2 GPUs.
-    assert "room for 2 more replicas of 2 GPUs" in head["evidence"]
+    assert "room for 2 more replicas of 2 GPUs" in english(head["evidence"])
     assert head["objective"] is None
 
 
@@ -134,11 +136,11 @@ def test_a_service_no_job_names_has_unknown_gpus_and_no_reserve_line() -> None:
     got = OnlineInferenceEvaluator().evaluate(inputs(windows=[_w("embed", 5, 10.0, kv=None)]), config())
     gpus = _row(got, "gpus_serving", "embed")
     assert gpus["value"] is None
-    assert "no inference.service_jobs rule" in gpus["evidence"]
+    assert "no inference.service_jobs rule" in english(gpus["evidence"])
     head = _row(got, "capacity_headroom", "embed")
     assert head["value"] is None
-    assert "capacity unknown" in head["evidence"]
-    assert "no inference reserve line" in head["evidence"]
+    assert "capacity unknown" in english(head["evidence"])
+    assert "no inference reserve line" in english(head["evidence"])
 
 
 def test_near_capacity_uses_the_objective_else_the_default() -> None:

@@ -8,6 +8,7 @@ import pytest
 from sla.completeness import completeness
 from sla.usage import queue_usage, usage_by_team
 from tests.sla.builders import T0, at, config, inputs, job, minutes, window
+from tests.sla.english import english
 
 
 def _source(frame: pl.DataFrame, source: str) -> list[dict[str, object]]:
@@ -28,7 +29,7 @@ def test_gpu_minutes_expected_from_inventory_up_to_data_end() -> None:
     out = completeness(inputs(gpu_minutes=gm, gpus=gpus, data_end=at(60)))
     (row,) = _source(out, "gpu_minutes")
     assert (row["cluster"], row["expected"], row["present"], row["missing"]) == ("east", 130, 100, 30)
-    assert row["detail"] == "longest gap: h1 GPU 0, 03-01 00:20 to 03-01 00:50 (30m)"
+    assert english(row["detail"]) == "longest gap: h1 GPU 0, 2026-03-01 00:20 UTC to 2026-03-01 00:50 UTC (30m)"
 
 
 def test_silent_gpus_and_trailing_gaps_count() -> None:
@@ -36,7 +37,7 @@ def test_silent_gpus_and_trailing_gaps_count() -> None:
     out = completeness(inputs(gpu_minutes=minutes("1", [50.0] * 5), gpus=gpus, data_end=at(10)))
     (row,) = _source(out, "gpu_minutes")
     assert (row["expected"], row["present"], row["missing"]) == (20, 5, 15)
-    assert row["detail"] == "longest gap: h1 GPU 1, 03-01 00:00 to 03-01 00:10 (10m)"
+    assert english(row["detail"]) == "longest gap: h1 GPU 1, 2026-03-01 00:00 UTC to 2026-03-01 00:10 UTC (10m)"
 
 
 def test_inference_and_jobs_completeness() -> None:
@@ -45,7 +46,7 @@ def test_inference_and_jobs_completeness() -> None:
     out = completeness(inputs(windows=windows, jobs=jobs))
     (inf,) = _source(out, "inference_windows")
     assert (inf["expected"], inf["present"], inf["missing"]) == (5, 4, 1)
-    assert inf["detail"] == "most missing: chat on a, 1 of 4 5-minute windows"
+    assert english(inf["detail"]) == "most missing: chat on a, 1 of 4 5-minute windows"
     (jobs_row,) = _source(out, "jobs")
     assert (jobs_row["expected"], jobs_row["present"], jobs_row["missing"]) == (2, 1, 1)
 

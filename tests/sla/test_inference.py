@@ -11,6 +11,7 @@ from hypothesis import strategies as st
 
 from sla.inference import OnlineInferenceEvaluator, breach_hours, window_budget_left
 from tests.sla.builders import config, inputs, window
+from tests.sla.english import english
 
 SLOS = """
 [[scenarios.online_inference.slos]]
@@ -45,8 +46,8 @@ def test_month_figures_from_summed_buckets() -> None:
     # Good events are requests within 8s: 100 of 110 (bucket le=8 holds 100). The target 0.99
     # allows 1% bad, 10 / 110 were: 1 - (10 / 110) / 0.01.
     assert p99["budget_left"] == pytest.approx(1 - (10 / 110) / 0.01)
-    assert "90.9% within 8s (target 99.0%" in p99["evidence"]
-    assert "above 8s in 1 of 1 5-minute windows (100.0%)" in p99["evidence"]
+    assert "90.9% within 8s (target 99.0%" in english(p99["evidence"])
+    assert "above 8s in 1 of 1 5-minute windows (100.0%)" in english(p99["evidence"])
     assert _row(out, "latency_p95")["value"] == pytest.approx(11.6)  # rank 104.5: 8 + 8 * 4.5 / 10
     assert _row(out, "latency_p95")["objective"] is None
     assert _row(out, "ttft_p99")["value"] == pytest.approx(15.12)
@@ -77,9 +78,9 @@ def test_breaches_at_peak_hours_say_so() -> None:
     cfg = config(SLOS, timezone="Asia/Shanghai")
     out = OnlineInferenceEvaluator().evaluate(inputs(windows=windows), cfg)
     p99 = _row(out, "latency_p99")
-    assert "in 24 of 288 5-minute windows (8.3%)" in p99["evidence"]
-    assert "breaks most at 19:00-21:00 Asia/Shanghai (100.0% of those windows)" in p99["evidence"]
-    assert "it breaks its latency objective at peak hours" in p99["evidence"]
+    assert "in 24 of 288 5-minute windows (8.3%)" in english(p99["evidence"])
+    assert "breaks most at 19:00-21:00 Asia/Shanghai (100.0% of those windows)" in english(p99["evidence"])
+    assert "it breaks its latency objective at peak hours" in english(p99["evidence"])
     hours = breach_hours(inputs(windows=windows), cfg)
     p99_hours = hours.filter(pl.col("indicator") == "latency_p99")
     assert p99_hours.filter(pl.col("breached") > 0)["hour"].to_list() == [19, 20]
@@ -89,7 +90,7 @@ def test_breaches_at_peak_hours_say_so() -> None:
 def test_off_peak_breaches_are_not_called_peak() -> None:
     windows = _day({3}, {19, 20}, offset_h=8)
     out = OnlineInferenceEvaluator().evaluate(inputs(windows=windows), config(SLOS, timezone="Asia/Shanghai"))
-    evidence = _row(out, "latency_p99")["evidence"]
+    evidence = english(_row(out, "latency_p99")["evidence"])
     assert "breaks most at 03:00-04:00 Asia/Shanghai" in evidence
     assert "peak hours" not in evidence
 

@@ -10,6 +10,7 @@ import pytest
 from sla.fairness import DEFAULT_OBJECTIVE, FairnessEvaluator, fairness_objective
 from sla.interactive import InteractiveEvaluator
 from tests.sla.builders import config, inputs, job, minutes
+from tests.sla.english import english
 
 INTERACTIVE = """
 [[scenarios.interactive.slos]]
@@ -52,8 +53,8 @@ def test_interactive_time_to_gpu_and_idle_hours_per_team() -> None:
     assert idle["met"] is False
     assert idle["rows"] == 98
     assert idle["completeness"] == pytest.approx(98 / 108)  # session 2 sent no telemetry
-    assert "most idle: job 1 (1.0 GPU-hours)" in idle["evidence"]
-    assert "utilisation from gpu_util" in idle["evidence"]
+    assert "most idle: job 1 (1.0 GPU-hours)" in english(idle["evidence"])
+    assert "utilisation from gpu_util" in english(idle["evidence"])
     # Vision's session has no telemetry at all: no value, not zero.
     assert _row(out, "idle_gpu_hours", "vision")["value"] is None
     assert set(out["scenario"].to_list()) == {"interactive"}
@@ -75,7 +76,7 @@ def test_fairness_measures_use_against_the_clusters_capacity() -> None:
     assert vision["value"] == pytest.approx(4 / (0.3 * 16 * 744))
     assert vision["scenario"] == "all"
     assert vision["subject_kind"] == "team"
-    assert "5 more GPU-hours not attributed to any team" in vision["evidence"]
+    assert "5.0 GPU-hours more not attributed to any team" in english(vision["evidence"])
 
 
 def test_soaking_up_idle_gpus_while_nobody_waits_is_borrowing_not_over_use() -> None:
@@ -85,7 +86,7 @@ def test_soaking_up_idle_gpus_while_nobody_waits_is_borrowing_not_over_use() -> 
     vision = _row(out, "share_over_entitlement", "vision")
     assert vision["value"] == pytest.approx(4.8 / 4.8)  # only the entitled part counts
     assert vision["met"] is True
-    assert "8,332.8 of them borrowed" in vision["evidence"]
+    assert "8,333 GPU-hours of them borrowed" in english(vision["evidence"])
 
 
 def test_holding_more_than_the_entitlement_while_another_team_waits_is_over_use() -> None:
@@ -98,7 +99,7 @@ def test_holding_more_than_the_entitlement_while_another_team_waits_is_over_use(
     vision = _row(out, "share_over_entitlement", "vision")
     assert vision["value"] == pytest.approx(16 / 4.8)
     assert vision["met"] is False
-    assert "8,332.8 above the entitlement while another team waited" in vision["evidence"]
+    assert "8,333 GPU-hours above the entitlement while another team waited" in english(vision["evidence"])
 
 
 def test_per_cluster_shares_override_the_pool_wide_share() -> None:

@@ -14,6 +14,7 @@ from sla.common import Events, judge
 from sla.evaluator import evaluate
 from sla.histogram import histogram_quantile, observations_within
 from tests.sla.builders import config, inputs, job
+from tests.sla.english import english
 
 DAY = 24 * 60.0
 
@@ -78,7 +79,7 @@ def test_a_rolling_window_judges_only_its_last_days() -> None:
     assert week["met"] is True
     assert week["rows"] == 5
     assert week["budget_left"] == pytest.approx(1.0)
-    assert "rolling 7d window from 2026-03-25 00:00 UTC" in week["evidence"]
+    assert "rolling 7d window from 2026-03-25 00:00 UTC" in english(week["evidence"])
     # The breakdown rows of the same indicator follow the objective's window too.
     team_rows = evaluate(inputs(jobs=jobs), config(_slo(window="7d"))).filter(
         (pl.col("indicator") == "queue_wait_p95") & (pl.col("subject_kind") == "queue_team")

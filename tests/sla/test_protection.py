@@ -9,6 +9,7 @@ import polars as pl
 from sla.common import Window
 from sla.protection import cluster_gpus, held_per_minute, inference_reserve_episodes
 from tests.sla.builders import T0, at, config, inputs, job
+from tests.sla.english import english
 
 LINE = """
 [[protection.inference_reserve]]
@@ -37,9 +38,9 @@ def test_training_that_takes_the_reserve_is_an_episode_naming_it() -> None:
         "inference_reserve", "east", at(30), at(90), 60)
     assert (ep["worst_value"], ep["threshold"], ep["severity"], ep["fallback"]) == (
         8.0, 10.0, "critical", "Pause training on east.")
-    assert ep["evidence"] == (
-        "16 GPUs in the cluster; held by other work: training job 20 (nlp, 8 GPUs from 03-01 00:30); "
-        "inference preempted: job 11 at 03-01 00:31"
+    assert english(ep["evidence"]) == (
+        "16 GPUs in the cluster; held by other work: job 20 (Training, nlp, 8 GPUs from 2026-03-01 00:30 UTC); "
+        "inference preempted: job 11 at 2026-03-01 00:31 UTC"
     )
 
 
@@ -56,8 +57,8 @@ def test_consecutive_holders_merge_into_one_episode() -> None:
     jobs = [job(1, start=0, end=15, gpus=7), job(2, start=15, end=40, gpus=7)]
     out = inference_reserve_episodes(inputs(jobs=jobs, data_end=at(60)), config(LINE))
     assert out.select("start", "end", "minutes", "worst_value").rows() == [(at(0), at(40), 40, 9.0)]
-    assert "training job 2" in out["evidence"][0]
-    assert "training job 1" in out["evidence"][0]
+    assert "job 2 (Training" in english(out["evidence"][0])
+    assert "job 1 (Training" in english(out["evidence"][0])
 
 
 def test_running_job_breaches_until_the_end_of_data() -> None:

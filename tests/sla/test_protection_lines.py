@@ -15,6 +15,7 @@ from sla.protection_episodes import review_episodes
 from sla.protection_preemption import InferencePreemptionLine, TrainingPreemptionLine
 from sla.protection_queues import QueueWaitLine
 from tests.sla.builders import at, config, inputs, job, window
+from tests.sla.english import english
 
 
 def test_built_in_lines_are_registered_like_add_ons() -> None:
@@ -35,7 +36,7 @@ def test_inference_preempted_for_training_is_one_episode_until_the_replica_is_ba
     out = InferencePreemptionLine().episodes(inputs(jobs=jobs, data_end=at(200)), cfg)
     assert out.select("subject", "start", "worst_value", "fallback").rows() == [
         ("east", at(30), 2.0, "Move serving out of QOS low.")]
-    assert "by training job 20" in out["evidence"][0]
+    assert "by training job 20" in english(out["evidence"][0])
 
 
 def test_inference_preempted_by_inference_is_not_a_breach() -> None:
@@ -72,13 +73,13 @@ def test_queue_wait_alerts_resolve_when_the_queue_clears_and_the_review_groups_t
     # The review's episode_gap (default a week) groups them; the clear minutes are not counted.
     [episode] = review_episodes(alerts, config(line)).iter_rows(named=True)
     assert (episode["start"], episode["end"], episode["minutes"], episode["alerts"]) == (at(60), at(400), 80, 2)
-    assert episode["evidence"].startswith("1 jobs waited past 1h")
+    assert english(episode["evidence"]).startswith("1 jobs waited past 1h")
     apart = review_episodes(alerts, config(line + 'episode_gap = "3h"'))
     assert apart["alerts"].to_list() == [1, 1]
     # keep_firing_for holds an alert firing across the clear gap, as Prometheus's does.
     held = QueueWaitLine().episodes(inputs(jobs=jobs, data_end=at(600)), config(line + 'keep_firing_for = "6h"'))
     assert held.select("start", "end", "minutes", "worst_value").rows() == [(at(60), at(400), 80, 6000.0)]
-    assert held["evidence"][0].startswith("2 jobs waited past 1h")
+    assert english(held["evidence"][0]).startswith("2 jobs waited past 1h")
 
 
 def test_training_preemption_ratio_over_a_rolling_window() -> None:

@@ -9,6 +9,7 @@ import pytest
 
 from sla.queues import QueueEvaluator
 from tests.sla.builders import MONTH, config, inputs, job
+from tests.sla.english import english
 
 SLOS = """
 [[scenarios.training.slos]]
@@ -48,14 +49,14 @@ def test_waits_and_success_rate() -> None:
     assert p95["met"] is False
     assert p95["rows"] == 4
     assert p95["completeness"] == 1.0
-    assert "longest wait 1h (job 4, team nlp)" in p95["evidence"]
+    assert "longest wait 1h (job 4, team nlp)" in english(p95["evidence"])
     assert _row(out, "queue_wait_max")["value"] == 3600.0
     ok = _row(out, "success_rate")
     # Ended in the month: jobs 1, 2, 4 (3 is running, 5 never started). One COMPLETED.
     assert ok["value"] == pytest.approx(1 / 3)
     assert ok["met"] is False
     assert ok["rows"] == 3
-    assert "others: 1 CANCELLED, 1 FAILED" in ok["evidence"]
+    assert "others: 1 CANCELLED, 1 FAILED" in english(ok["evidence"])
     assert set(out["month"].to_list()) == {str(MONTH)}
     assert set(out["scenario"].to_list()) == {"training"}
 

@@ -20,6 +20,7 @@ from sla.interruptions import RETRY_WITHIN, _next_start, recoveries
 from sla.protection_queues import QueueWaitLine
 from sla.queues import QueueEvaluator
 from tests.sla.builders import config, inputs
+from tests.sla.english import english
 
 DATA = Path(__file__).parents[1] / "data" / "slurm-22.05-nested"
 IDS: dict[str, int] = json.loads((DATA / "scenario.json").read_text())["ids"]
@@ -88,12 +89,12 @@ def test_array_tasks_are_named_as_sacct_prints_them() -> None:
     cfg = config('[[rules]]\nscenario = "training"\nmatch = { partition = "dev" }\n' + _line("0s"))
     ins = inputs(jobs=jobs, month=MONTH, data_end=END)
     waits = QueueEvaluator().evaluate(ins, cfg).filter(pl.col("indicator") == "queue_wait_max")
-    named = re.search(r"\(job (\S+),", waits.filter(pl.col("subject") == "stewnest/dev")["evidence"][0])
+    named = re.search(r"\(job (\S+),", english(waits.filter(pl.col("subject") == "stewnest/dev")["evidence"][0]))
     assert named is not None
     assert named.group(1) in labels
     episodes = QueueWaitLine().episodes(ins, cfg)
-    assert set(re.findall(r"job (\S+) waited", episodes["evidence"][0])) <= labels
-    assert re.findall(r"job (\S+) waited", episodes["evidence"][0])
+    assert set(re.findall(r"job (\S+) waited", english(episodes["evidence"][0]))) <= labels
+    assert re.findall(r"job (\S+) waited", english(episodes["evidence"][0]))
 
 
 def _reference_next_start(setbacks: list[dict[str, Any]], records: list[dict[str, Any]]) -> list[Any]:

@@ -13,6 +13,7 @@ from gpusteward import tables
 from gpusteward.domain import Month
 from sla import results
 from sla.outputs import MonthOutputs
+from tests.sla.english import english
 from tests.warehouse.conftest import T0, gpu_minutes, job
 from warehouse import Warehouse, open_warehouse
 from warehouse.migrate import available
@@ -74,7 +75,7 @@ def test_completeness_counts_an_outage_as_missing_not_zero(wh: Warehouse) -> Non
     frame = wh.completeness(Month(2026, 11))
     row = frame.row(0, named=True)
     assert (row["expected"], row["present"], row["missing"]) == (480, 360, 120)
-    assert row["detail"] == "h1: 2 GPUs silent 2026-11-01 00:30 to 2026-11-01 01:30 UTC (60 min each)"
+    assert english(row["detail"]) == "h1: 2 GPUs silent from 2026-11-01 00:30 UTC to 2026-11-01 01:30 UTC (1h each)"
     status = wh.status()
     assert status["completeness"][0]["completeness"] == 0.75
     assert status["tables"]["gpu_minutes"]["rows"] == 360
