@@ -10,6 +10,11 @@ error, a Content-Encoding that does not decode, a body too large or that does no
 unexpected error while reading its answer) contributes no samples, so its minutes are missing rows, and the
 failure is a `Problem` naming the target and the reason. A failed target backs off exponentially
 (`backoff_s` doubling up to `backoff_max_s`) and is reported as down until a scrape succeeds.
+
+Every answer is read within `ScrapeSettings.limits` (the config's `[limits]`, as an import is):
+its decoded size, line length, label sets and new series, and the time window around the scrape
+that sample timestamps must fall in (samples outside it are refused with a problem; a target all
+of whose samples are outside it fails).
 """
 
 from __future__ import annotations
@@ -19,6 +24,7 @@ import time
 from array import array
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
+from datetime import UTC, datetime
 
 import httpx
 import numpy as np
@@ -30,10 +36,12 @@ from collectors.batch import CollectedBatch, Problem
 from collectors.dcgm import GpuIndex, gpu_minutes, is_dcgm
 from collectors.exposition import ExpositionParser, split_lines
 from collectors.numbers import NO_TIMESTAMP
+from collectors.plausible import TimeWindow
 from collectors.samples import Samples, SeriesCache
 from collectors.scrape_metrics import ScrapeMetrics
 from collectors.targets import Target
 from gpusteward import tables
+from gpusteward.config.limits import DEFAULT_LIMITS, LimitsConfig
 from gpusteward.errors import InputError
 
 MINUTE_MS = 60_000
@@ -48,8 +56,14 @@ class ScrapeSettings:
     concurrency: int = 64  # targets fetched at the same time
     backoff_s: float = 30.0  # wait after the first failure; doubles per further failure
     backoff_max_s: float = 600.0
-    max_bytes: int = 64 << 20  # a larger answer is a failure (too_large)
+    max_bytes: int = 64 << 20  # a larger answer is a failure (too_large); so is one over limits.max_decompressed_bytes
     default_cluster: str = "default"  # for targets without a `cluster` label
+    limits: LimitsConfig = DEFAULT_LIMITS  # the config's [limits]: lines, labels, series, body size, sample times
+
+    @property
+    def body_limit(self) -> int:
+        """The most bytes an answer may hold once decoded: `max_bytes` or the configured size limit."""
+        return min(self.max_bytes, self.limits.max_decompressed_bytes)
 
 
 @dataclass
@@ -151,6 +165,7 @@ class Scraper:
             body, openmetrics = await asyncio.wait_for(self._fetch(client, t), self.settings.timeout_s)
             scrape_ms = self._wall_ms()
             samples = self._parse(t, body, openmetrics=openmetrics)
+            samples, refused = self._timely(t, samples, scrape_ms, openmetrics=openmetrics)
         except (TimeoutError, httpx.TimeoutException):
             error = ScrapeError("timeout", f"no complete answer within {self.settings.timeout_s:g} s (timeout)")
             return self._failed(t, state, error, started)
@@ -169,22 +184,23 @@ class Scraper:
         self.metrics.up.labels(t.url).set(1)
         state.up, state.failures, state.last_error, state.last_samples = True, 0, None, len(samples)
         self._keep(t, samples, scrape_ms)
-        return None
+        return refused
 
     async def _fetch(self, client: httpx.AsyncClient, t: Target) -> tuple[str, bool]:
-        limit = self.settings.max_bytes
+        limit = self.settings.body_limit
+        which = "" if limit == self.settings.max_bytes else " (limits.max_decompressed_bytes)"
         async with client.stream("GET", t.url) as response:
             if response.status_code != httpx.codes.OK:
                 raise ScrapeError("http_status", f"HTTP {response.status_code} {response.reason_phrase}")
             declared = response.headers.get("content-length")
             if declared is not None and declared.isdigit() and int(declared) > limit:
-                raise ScrapeError("too_large", f"answer of {declared} bytes is over the {limit}-byte limit")
+                raise ScrapeError("too_large", f"answer of {declared} bytes is over the {limit}-byte limit{which}")
             chunks: list[bytes] = []
             size = 0
-            async for chunk in response.aiter_bytes():
+            async for chunk in response.aiter_bytes():  # decoded: the limit bounds what a gzip answer expands to
                 size += len(chunk)
                 if size > limit:
-                    raise ScrapeError("too_large", f"answer is over the {limit}-byte limit")
+                    raise ScrapeError("too_large", f"answer is over the {limit}-byte limit{which}")
                 chunks.append(chunk)
             openmetrics = "openmetrics" in response.headers.get("content-type", "")
         try:
@@ -193,7 +209,7 @@ class Scraper:
             raise ScrapeError("parse", f"answer is not UTF-8 (byte {exc.start})") from exc
 
     def _parse(self, t: Target, body: str, *, openmetrics: bool) -> Samples:
-        parser = ExpositionParser(t.url, openmetrics=openmetrics, cache=self.cache)
+        parser = ExpositionParser(t.url, openmetrics=openmetrics, cache=self.cache, limits=self.settings.limits)
         try:
             for lines in split_lines(body):
                 parser.feed(lines)
@@ -207,6 +223,35 @@ class Scraper:
         """Refuse an answer that is not what this scraper reads (here: dcgm-exporter's)."""
         if not any(self.cache.series[s].name.startswith(("DCGM_", "dcgm_")) for s in set(samples.series_id)):
             raise ScrapeError("parse", f"no DCGM samples in the answer ({len(samples)} other samples)")
+
+    def _used(self, samples: Samples) -> npt.NDArray[np.bool_]:
+        """The samples this scraper keeps: those of the DCGM fields GPU_MINUTES uses."""
+        table = self.cache.series
+        if len(self._wanted) < len(table):
+            new = [is_dcgm(table[i]) for i in range(len(self._wanted), len(table))]
+            self._wanted = np.concatenate([self._wanted, np.array(new, dtype=bool)])
+        used: npt.NDArray[np.bool_] = self._wanted[samples.arrays()[0]]
+        return used
+
+    def _timely(
+        self, t: Target, samples: Samples, scrape_ms: int, *, openmetrics: bool
+    ) -> tuple[Samples, Problem | None]:
+        """The samples whose time lies in the window of `limits` around the scrape, as an import judges
+        a file's; the used ones outside it are refused with a problem, and a target all of whose used
+        samples are outside it fails (`parse`). Samples without a timestamp take the scrape's time."""
+        now = datetime.fromtimestamp(scrape_ms / 1000, UTC)
+        window = TimeWindow.around(now, self.settings.limits, openmetrics=openmetrics)
+        ts = samples.arrays()[2]
+        used = self._used(samples)
+        outside = used & window.outside(ts)
+        refused = int(np.count_nonzero(outside))
+        if not refused:
+            return samples, None
+        message = window.explain(ts[outside])
+        if refused == int(np.count_nonzero(used)):
+            raise ScrapeError("parse", f"every sample is {message}")
+        problem = Problem(t.url, f"{refused} samples were refused: {message}")
+        return _subset(samples, ~outside), problem
 
     def _failed(self, t: Target, state: TargetState, error: ScrapeError, started: float) -> Problem:
         s = self.settings
@@ -223,12 +268,7 @@ class Scraper:
 
     def _keep(self, t: Target, samples: Samples, scrape_ms: int) -> None:
         """Keep the samples of the fields GPU_MINUTES uses (a third of dcgm-exporter's defaults)."""
-        table = self.cache.series
-        if len(self._wanted) < len(table):
-            new = [is_dcgm(table[i]) for i in range(len(self._wanted), len(table))]
-            self._wanted = np.concatenate([self._wanted, np.array(new, dtype=bool)])
-        sid, _, ts = samples.arrays()
-        samples = _subset(samples, self._wanted[sid])
+        samples = _subset(samples, self._used(samples))
         ts = samples.arrays()[2]
         ts[ts == NO_TIMESTAMP] = scrape_ms  # exporters print no timestamps: the scrape time
         cluster = t.cluster or self.settings.default_cluster

@@ -23,6 +23,7 @@ from dataclasses import dataclass, field
 
 import httpx
 import numpy as np
+import numpy.typing as npt
 import polars as pl
 from prometheus_client import CollectorRegistry
 
@@ -65,13 +66,17 @@ class InferenceScraper(Scraper):
         self._known = np.zeros(0, dtype=bool)  # series id -> a sample some mapping knows
 
     def _check_kind(self, samples: Samples) -> None:
+        if not self._used(samples).any():
+            raise ScrapeError("parse", f"no inference-server samples in the answer ({len(samples)} other samples)")
+
+    def _used(self, samples: Samples) -> npt.NDArray[np.bool_]:
+        """The samples some mapping knows."""
         table = self.cache.series
         if len(self._known) < len(table):
             new = [self.mappings.knows(table[i].name) for i in range(len(self._known), len(table))]
             self._known = np.concatenate([self._known, np.array(new, dtype=bool)])
-        sid = samples.arrays()[0]
-        if not self._known[sid].any():
-            raise ScrapeError("parse", f"no inference-server samples in the answer ({len(samples)} other samples)")
+        used: npt.NDArray[np.bool_] = self._known[samples.arrays()[0]]
+        return used
 
     def _keep(self, t: Target, samples: Samples, scrape_ms: int) -> None:
         ts = samples.arrays()[2]

@@ -108,11 +108,10 @@ def collect(  # noqa: PLR0917 - click passes options as keyword arguments
                     "no targets: give --targets FILE or --target host:port (dcgm-exporter), "
                     "or --inference-targets FILE or --inference-target host:port"
                 )
-            failed = _scrape_once(wh, targets, cluster, timeout_s) if targets else []
+            settings = ScrapeSettings(timeout_s=timeout_s, default_cluster=cluster, limits=config.limits)
+            failed = _scrape_once(wh, targets, settings) if targets else []
             if inference:
-                failed += _scrape_inference_once(
-                    wh, config, inference, cluster, timeout_s=timeout_s, window_s=inference_window_s
-                )
+                failed += _scrape_inference_once(wh, config, inference, settings, window_s=inference_window_s)
             if failed:
                 click.echo(f"failed targets: {', '.join(failed)}", err=True)
                 sys.exit(1)
@@ -145,9 +144,9 @@ def _failed_targets(scraper: Scraper) -> list[str]:
     return [url for url, state in scraper.states.items() if not state.up]
 
 
-def _scrape_once(wh: Warehouse, targets: list[Target], cluster: str, timeout_s: float) -> list[str]:
+def _scrape_once(wh: Warehouse, targets: list[Target], settings: ScrapeSettings) -> list[str]:
     """Scrape the dcgm-exporters once; returns the URLs of the targets that failed."""
-    scraper = Scraper(targets, settings=ScrapeSettings(timeout_s=timeout_s, default_cluster=cluster))
+    scraper = Scraper(targets, settings=settings)
     batch = scraper.collect(flush=True)
     stored = _store(wh, batch, "scrape")
     up = sum(1 for s in scraper.states.values() if s.up)
@@ -157,12 +156,10 @@ def _scrape_once(wh: Warehouse, targets: list[Target], cluster: str, timeout_s: 
 
 
 def _scrape_inference_once(
-    wh: Warehouse, config: Config, targets: list[Target], cluster: str, *, timeout_s: float, window_s: float
+    wh: Warehouse, config: Config, targets: list[Target], settings: ScrapeSettings, *, window_s: float
 ) -> list[str]:
     """Scrape the inference servers twice, `window_s` apart, and store the windows; returns the targets that failed."""
-    scraper = InferenceScraper(
-        targets, mappings=mapping_index(config), settings=ScrapeSettings(timeout_s=timeout_s, default_cluster=cluster)
-    )
+    scraper = InferenceScraper(targets, mappings=mapping_index(config), settings=settings)
     baseline = scraper.collect()
     time.sleep(max(0.0, window_s))
     batch = scraper.collect()

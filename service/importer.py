@@ -11,6 +11,7 @@ from __future__ import annotations
 import hashlib
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
+from datetime import datetime
 from fnmatch import fnmatchcase
 from pathlib import Path, PurePath
 
@@ -99,11 +100,13 @@ def import_one(
     limits: LimitsConfig = DEFAULT_LIMITS,
     signature: FileSignature | None = None,
     retry: bool = False,
+    now: datetime | None = None,
 ) -> FileOutcome:
     """Read and store `path` in one transaction; any failure is contained to this file and quarantines it.
 
     A file whose content is quarantined is not read again (unless `retry`); `signature` is recorded
-    with the outcome, so a restarted service does not look at an unchanged file again."""
+    with the outcome, so a restarted service does not look at an unchanged file again. Sample times
+    are judged against `now` (the wall clock when None) within `limits`."""
     try:
         digest, size = content_sha256(path), path.stat().st_size
     except OSError as exc:
@@ -119,7 +122,7 @@ def import_one(
         )
         return FileOutcome(path, error=message)
     try:
-        batch = read_file(path, inference_state=state, mappings=mappings, limits=limits)
+        batch = read_file(path, inference_state=state, mappings=mappings, limits=limits, now=now)
         problems = tuple(str(p) for p in batch.problems)
         result = wh.ingest(str(path), batch.frames, problems, file=signature, unquarantine=(str(path), digest))
     except Exception as exc:  # any failure stays with its file

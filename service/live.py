@@ -27,6 +27,7 @@ from collectors.scrape import Scraper, ScrapeSettings, TargetState
 from collectors.scrape_inference import InferenceScraper
 from collectors.targets import Target, load_file_sd, static_targets
 from gpusteward.config import Config
+from gpusteward.config.limits import DEFAULT_LIMITS, LimitsConfig
 from gpusteward.config.service import ScrapeSourceConfig
 from gpusteward.errors import InputError
 
@@ -38,6 +39,7 @@ class ScrapeSource:
     spec: ScrapeSourceConfig
     base_dir: Path
     mappings: MappingIndex = DEFAULT_INDEX
+    limits: LimitsConfig = DEFAULT_LIMITS  # the config's [limits]
     registry: CollectorRegistry = field(default_factory=CollectorRegistry)  # this source's scrape metrics
     _scraper: Scraper | None = None
     _now_ms: int = 0
@@ -85,7 +87,9 @@ class ScrapeSource:
         return problems
 
     def _new_scraper(self, targets: Sequence[Target]) -> Scraper:
-        settings = ScrapeSettings(timeout_s=self.spec.timeout.total_seconds(), default_cluster=self.spec.cluster)
+        settings = ScrapeSettings(
+            timeout_s=self.spec.timeout.total_seconds(), default_cluster=self.spec.cluster, limits=self.limits
+        )
         wall_ms: Callable[[], int] = lambda: self._now_ms  # noqa: E731 - the service's clock, read per scrape
         # Backoff is counted on the service's clock (so simulated hours back off as real ones would),
         # durations on the real one: the cycle's start on the service clock plus real time since.
@@ -115,6 +119,6 @@ def retarget(scraper: Scraper, targets: Sequence[Target]) -> None:
 
 
 def scrape_sources(config: Config) -> list[ScrapeSource]:
-    """The configured scrape sources, each with its own scraper and metrics registry."""
+    """The configured scrape sources, each with its own scraper and metrics registry, reading within `[limits]`."""
     mappings = mapping_index(config)
-    return [ScrapeSource(s, Path(config.base_dir), mappings) for s in config.service.scrape]
+    return [ScrapeSource(s, Path(config.base_dir), mappings, config.limits) for s in config.service.scrape]

@@ -23,6 +23,7 @@ import click
 
 from alerts.model import Alert
 from alerts.notify import deliver
+from collectors.inference_mappings import mapping_index
 from gpusteward.clock import Clock, SystemClock
 from gpusteward.config import Config
 from gpusteward.config.service import DEFAULT_IMPORT_IGNORE
@@ -136,9 +137,19 @@ class Service:
 
     def _jobs(self, wh: Warehouse) -> list[Job]:
         s, shared, m = self.settings, self.shared, self.metrics
+        mappings = mapping_index(self.config)
         jobs: list[Job] = [
             FolderImport(
-                f"import:{d.name or d}", s.import_interval, [d], wh, shared, m, settle=s.settle, ignore=s.import_ignore
+                f"import:{d.name or d}",
+                s.import_interval,
+                [d],
+                wh,
+                shared,
+                m,
+                settle=s.settle,
+                ignore=s.import_ignore,
+                mappings=mappings,
+                limits=self.config.limits,
             )
             for d in s.import_dirs
         ]

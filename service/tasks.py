@@ -19,7 +19,9 @@ from prometheus_client import CollectorRegistry
 from collectors.batch import CollectedBatch
 from collectors.files import sort_for_import
 from collectors.inference import WindowState
+from collectors.inference_mappings import DEFAULT_INDEX, MappingIndex
 from gpusteward.config import Config
+from gpusteward.config.limits import DEFAULT_LIMITS, LimitsConfig
 from gpusteward.config.service import DEFAULT_IMPORT_IGNORE
 from gpusteward.domain import Month
 from service.importer import expand, import_one
@@ -60,7 +62,9 @@ class LiveSource(Protocol):
 class FolderImport:
     """Import files that appeared (or changed) in `folders` since the last run: one source per job.
 
-    A file that cannot be read is quarantined (service.importer) and never stops the others."""
+    A file that cannot be read is quarantined (service.importer) and never stops the others. Files
+    are read as `gpusteward import` reads them: with the config's inference `mappings` and
+    `[limits]`, their sample times judged against the service's clock."""
 
     name: str
     interval: timedelta
@@ -70,10 +74,12 @@ class FolderImport:
     metrics: ServiceMetrics
     settle: timedelta = timedelta(0)  # skip files modified this recently (still being written)
     ignore: tuple[str, ...] = DEFAULT_IMPORT_IGNORE  # globs on names never read (config service.import_ignore)
+    mappings: MappingIndex = DEFAULT_INDEX  # built-ins and the config's (mapping_index(config))
+    limits: LimitsConfig = DEFAULT_LIMITS  # the config's [limits]
     _seen: dict[str, FileSignature] | None = None  # read from the warehouse on the first run
     _state: WindowState = field(default_factory=WindowState)
 
-    def run(self, now: datetime) -> JobResult:  # noqa: ARG002 - files carry their own times
+    def run(self, now: datetime) -> JobResult:
         if self._seen is None:
             self._seen = self.wh.imported_files()  # a restarted service skips what it already stored
         seen = self._seen
@@ -93,9 +99,17 @@ class FolderImport:
             fresh[path] = signature
         rows: dict[str, int] = {}
         failed = quarantined = 0
-        for path in sort_for_import(list(fresh)):
+        for path in sort_for_import(list(fresh), mappings=self.mappings):
             outcome = import_one(
-                self.wh, path, source=self.name, state=self._state, signature=fresh[path], retry=str(path) in retry
+                self.wh,
+                path,
+                source=self.name,
+                state=self._state,
+                mappings=self.mappings,
+                limits=self.limits,
+                signature=fresh[path],
+                retry=str(path) in retry,
+                now=now,
             )
             if outcome.result is None:
                 failed += 1

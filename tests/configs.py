@@ -20,3 +20,12 @@ def example_config_in(folder: Path) -> str:
 def config_env(folder: Path) -> dict[str, str | None]:
     """The environment of a CLI run that reads the example config copied into `folder`."""
     return {"GPUSTEWARD_CONFIG": example_config_in(folder)}
+
+
+def example_config_with(folder: Path, extra: str) -> str:
+    """The example config with the TOML `extra` appended (tables it lacks, such as `[limits]`), written
+    into `folder`; its path."""
+    folder.mkdir(parents=True, exist_ok=True)
+    path = folder / "gpusteward.toml"
+    path.write_text(Path(example_config_path()).read_text(encoding="utf-8") + "\n" + extra, encoding="utf-8")
+    return str(path)

@@ -21,7 +21,8 @@ MIB = 1 << 20
 @dataclass(frozen=True)
 class LimitsConfig:
     max_decompressed_bytes: int = opt(
-        4096 * MIB, "largest file, after gzip decompression, that an import reads (bytes; 4 GiB)"
+        4096 * MIB,
+        "largest file (after gzip decompression) or scrape answer (after its Content-Encoding) read, in bytes",
     )
     max_compression_ratio: float = opt(
         200.0, "refuse a gzip file expanding more than this many times (judged once 4 MiB are read)"

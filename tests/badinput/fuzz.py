@@ -1,7 +1,8 @@
 """The long-running fuzz target: `python -m tests.badinput.fuzz --minutes 10` (not collected by pytest).
 
-Runs every target of tests.badinput.targets and tests.badinput.service_targets (the service's
-import folder and control API) in turn, in rounds of fresh random examples, until the
+Runs every target of tests.badinput.targets, tests.badinput.scrape_targets (the live DCGM and
+inference scrapers) and tests.badinput.service_targets (the service's import folder and control
+API) in turn, in rounds of fresh random examples, until the
 time is up. An exception other than a target's documented error is printed with the input that
 raised it, and the run exits 1 after finishing (so one bug does not hide the others).
 """
@@ -18,7 +19,7 @@ from typing import Any
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from tests.badinput import service_targets, targets
+from tests.badinput import scrape_targets, service_targets, targets
 
 Found = dict[tuple[str, str], str]
 
@@ -62,6 +63,11 @@ def _suite(
         guard("config", lambda: targets.config(text), text)
 
     @config
+    @given(text=targets.exposition_texts, openmetrics=st.booleans(), inference=st.booleans())
+    def live_scrape(text: str, openmetrics: bool, inference: bool) -> None:
+        guard("live scrape", lambda: scrape_targets.live_scrape(text, openmetrics, inference), text)
+
+    @config
     @given(files=service_targets.hostile_files)
     def import_folder(files: list[tuple[str, bytes]]) -> None:
         guard("import folder", lambda: service_targets.import_folder(folder, files), files)
@@ -72,7 +78,8 @@ def _suite(
         guard("control API", lambda: service_targets.control_api(api, request), request)
 
     return [("exposition", exposition), ("sacct", sacct), ("slurmrestd", slurm), ("slurm text", slurm_text),
-            ("config", config_loader), ("import folder", import_folder), ("control API", control_api)]
+            ("config", config_loader), ("live scrape", live_scrape), ("import folder", import_folder),
+            ("control API", control_api)]
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -16,23 +16,20 @@ import gzip
 import json
 import socket
 import tempfile
-import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from functools import cache
 from pathlib import Path
-from typing import Any
 
 from hypothesis import strategies as st
-from prometheus_client import CollectorRegistry
 
-from service.api import ApiContext, Request, Tokens, make_server
 from service.metrics import ServiceMetrics
 from service.tasks import FolderImport, Shared
 from tests.badinput import targets
 from tests.collectors.synthetic import dcgm_dump
+from tests.service.api_rig import ServedApi, served_api
 from warehouse import Warehouse, open_warehouse
 
 NOW = datetime(2026, 11, 2, tzinfo=UTC)
@@ -142,45 +139,13 @@ hostile_files = st.lists(st.tuples(file_names, hostile_contents()), min_size=1, 
 # -- the control API ------------------------------------------------------------------------------
 
 
-@dataclass
-class RecordingController:
-    acted: list[Request] = field(default_factory=list)
-
-    def now(self) -> datetime:
-        return NOW
-
-    def act(self, request: Request) -> dict[str, Any]:
-        self.acted.append(request)
-        return {"action": request.action, "target": request.target}
-
-
-@dataclass
-class ApiRig:
-    port: int
-    controller: RecordingController
-    thread: threading.Thread
+ApiRig = ServedApi
 
 
 @contextmanager
 def api_rig(read_timeout_s: float = 0.3) -> Iterator[ApiRig]:
-    controller = RecordingController()
-    ctx = ApiContext(
-        registry=CollectorRegistry(),
-        tokens=Tokens({"fuzz": TOKEN}),
-        controller=controller,
-        ready=threading.Event(),
-        healthy=lambda: True,
-        read_timeout_s=read_timeout_s,
-    )
-    server = make_server(ctx)
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    try:
-        yield ApiRig(server.server_address[1], controller, thread)
-    finally:
-        server.shutdown()
-        server.server_close()
-        thread.join(5)
+    with served_api({"fuzz": TOKEN}, read_timeout_s=read_timeout_s) as served:
+        yield served
 
 
 def control_api(rig: ApiRig, request: bytes) -> None:

@@ -14,7 +14,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from tests.badinput import service_targets, targets
+from tests.badinput import scrape_targets, service_targets, targets
 
 FAST = settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 
@@ -53,6 +53,12 @@ def test_slurm_text_readers(text: str) -> None:
 @given(text=targets.config_texts)
 def test_config_loader(text: str) -> None:
     targets.config(text)
+
+
+@settings(max_examples=80, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(text=targets.exposition_texts, openmetrics=st.booleans(), inference=st.booleans())
+def test_the_live_scrapers(text: str, openmetrics: bool, inference: bool) -> None:
+    scrape_targets.live_scrape(text, openmetrics, inference)
 
 
 @pytest.fixture(scope="module")

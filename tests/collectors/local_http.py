@@ -32,6 +32,20 @@ def text(body: bytes, content_type: str = "text/plain; version=0.0.4") -> Reply:
     return reply
 
 
+def gzip_encoded(wire: bytes) -> Reply:
+    """Announce `Content-Encoding: gzip` and send `wire` as it is: gzip data, or a plain body (a lie)."""
+
+    def reply(h: BaseHTTPRequestHandler) -> None:
+        h.send_response(200)
+        h.send_header("Content-Type", "text/plain; version=0.0.4")
+        h.send_header("Content-Encoding", "gzip")
+        h.send_header("Content-Length", str(len(wire)))
+        h.end_headers()
+        h.wfile.write(wire)
+
+    return reply
+
+
 def hang(release: threading.Event) -> Reply:
     """Accept the request and say nothing until `release` is set (or HANG_LIMIT_S passes)."""
 

@@ -3,6 +3,11 @@
 Every case goes through `read_file` and then into a real warehouse, the way `gpusteward import`
 does: the only exception allowed is `InputError` (the file is refused, naming the file, the line
 or the limit); otherwise the batch stores, and whatever was refused is a recorded problem.
+
+The cases drive the readers only through what existed before the fix (`read_file(path)`, the
+config file and the CLI), so each one fails on the code before it by its behaviour: sample times are
+judged against the wall clock, which every test here stops at NOW (time-machine); a limit other
+than the default is set in a config file read by `gpusteward import`.
 """
 
 from __future__ import annotations
@@ -16,16 +21,25 @@ from pathlib import Path
 
 import polars as pl
 import pytest
+from click.testing import CliRunner
+from time_machine import TimeMachineFixture
 
 from collectors.batch import CollectedBatch
 from collectors.files import read_file
-from gpusteward.config.limits import LimitsConfig
 from gpusteward.errors import InputError
+from service.cli import cli
+from tests.configs import example_config_with
 from warehouse import open_warehouse
 
 NOW = datetime(2026, 11, 2, tzinfo=UTC)
 T_MS = 1_793_491_200_000  # 2026-11-01T00:00:00Z
 HOST = "east-gpu-01"
+
+
+@pytest.fixture(autouse=True)
+def _now(time_machine: TimeMachineFixture) -> None:
+    """The readers judge sample times against the wall clock: stop it at NOW."""
+    time_machine.move_to(NOW, tick=False)
 
 
 def labels(
@@ -43,9 +57,9 @@ def write(path: Path, text: str) -> Path:
     return path
 
 
-def stored(tmp_path: Path, path: Path, **kw: object) -> tuple[CollectedBatch, pl.DataFrame]:
+def stored(tmp_path: Path, path: Path) -> tuple[CollectedBatch, pl.DataFrame]:
     """Read and store `path`; return the batch and the warehouse's GPU-minutes with their GPU."""
-    batch = read_file(path, **kw)  # type: ignore[arg-type]
+    batch = read_file(path)
     with open_warehouse(tmp_path / "w.duckdb") as wh:
         wh.ingest(str(path), batch.frames, [str(p) for p in batch.problems])
         rows = wh.query(
@@ -67,7 +81,7 @@ GOOD = line("DEV_GPU_UTIL", 40, gpu="1", uuid="GPU-good")
 
 def test_a_gpu_index_beyond_smallint_is_refused_and_the_good_gpu_stored(tmp_path: Path) -> None:
     path = write(tmp_path / "big-gpu.prom", line("DEV_GPU_UTIL", 50, gpu="32768") + "\n" + GOOD + "\n")
-    batch, rows = stored(tmp_path, path, now=NOW)
+    batch, rows = stored(tmp_path, path)
     assert rows["gpu"].to_list() == [1]
     assert "gpu label '32768'" in problems(batch)
     assert "0..255" in problems(batch)
@@ -83,7 +97,7 @@ def test_a_gpu_index_beyond_smallint_is_refused_and_the_good_gpu_stored(tmp_path
 )
 def test_timestamps_beyond_any_plausible_time_are_refused(tmp_path: Path, ts: str, why: str) -> None:
     path = write(tmp_path / "far.prom", line("DEV_GPU_UTIL", 50, ts=ts) + "\n" + GOOD + "\n")
-    batch, rows = stored(tmp_path, path, now=NOW)
+    batch, rows = stored(tmp_path, path)
     assert rows["gpu"].to_list() == [1], why
     assert "1 DCGM samples" in problems(batch)
     assert "outside" in problems(batch)
@@ -93,14 +107,14 @@ def test_an_openmetrics_file_written_in_milliseconds_is_refused_saying_so(tmp_pa
     text = "# TYPE DCGM_FI_DEV_GPU_UTIL gauge\n" + line("DEV_GPU_UTIL", 50) + "\n# EOF\n"
     path = write(tmp_path / "ms.om", text)
     with pytest.raises(InputError, match=r"milliseconds") as caught:
-        stored(tmp_path, path, now=NOW)
+        stored(tmp_path, path)
     assert caught.value.source == str(path)
 
 
 def test_a_text_file_written_in_seconds_is_refused_instead_of_landing_in_1970(tmp_path: Path) -> None:
     path = write(tmp_path / "s.prom", line("DEV_GPU_UTIL", 50, ts=T_MS // 1000) + "\n")
     with pytest.raises(InputError, match=r"1970.*seconds"):
-        stored(tmp_path, path, now=NOW)
+        stored(tmp_path, path)
 
 
 # -- item 11: implausible values ------------------------------------------------------------------
@@ -109,7 +123,7 @@ def test_a_text_file_written_in_seconds_is_refused_instead_of_landing_in_1970(tm
 def test_a_go_invalid_number_with_an_underscore_is_an_input_error(tmp_path: Path) -> None:
     path = write(tmp_path / "underscore.prom", line("DEV_GPU_UTIL", "1_000") + "\n")
     with pytest.raises(InputError, match=r"underscore.prom:1: invalid value '1_000'"):
-        stored(tmp_path, path, now=NOW)
+        stored(tmp_path, path)
 
 
 @pytest.mark.parametrize(
@@ -131,7 +145,7 @@ def test_values_outside_physical_ranges_are_refused_with_a_problem(
     bad = line(field, value)
     sane = line("DEV_GPU_UTIL", 30, ts=T_MS + 1000) if column != "gpu_util" else ""
     path = write(tmp_path / "implausible.prom", "\n".join(x for x in (bad, sane, GOOD) if x) + "\n")
-    batch, rows = stored(tmp_path, path, now=NOW)
+    batch, rows = stored(tmp_path, path)
     assert f"{column}" in problems(batch)
     assert "outside" in problems(batch)
     gpu0 = rows.filter(pl.col("gpu") == 0)
@@ -142,7 +156,7 @@ def test_values_outside_physical_ranges_are_refused_with_a_problem(
 
 def test_minutes_whose_values_were_all_infinite_are_dropped_with_a_note(tmp_path: Path) -> None:
     text = "\n".join([line("DEV_GPU_UTIL", "+Inf"), line("DEV_GPU_UTIL", "-Inf", ts=T_MS + 1000), GOOD])
-    batch, rows = stored(tmp_path, write(tmp_path / "inf.prom", text + "\n"), now=NOW)
+    batch, rows = stored(tmp_path, write(tmp_path / "inf.prom", text + "\n"))
     assert rows["gpu"].to_list() == [1]
     assert "2 DCGM samples were NaN or infinite" in problems(batch)
 
@@ -157,14 +171,14 @@ def test_mig_instances_of_two_devices_never_share_a_gpu_number(tmp_path: Path) -
             line("DEV_GPU_UTIL", 90, gpu="1", uuid="GPU-bbbb", extra=',GPU_I_ID="0",GPU_I_PROFILE="1g.10gb"'),
         ]
     )
-    batch, rows = stored(tmp_path, write(tmp_path / "mig.prom", text + "\n"), now=NOW)
+    batch, rows = stored(tmp_path, write(tmp_path / "mig.prom", text + "\n"))
     assert rows.select("gpu", "gpu_util").rows() == [(1100, 90.0)]  # its own value, not a mean of both
     assert "GPU_I_ID label '100' is outside 0..99" in problems(batch)
 
 
 def test_a_mig_instance_id_that_is_not_a_number_says_so(tmp_path: Path) -> None:
     text = line("DEV_GPU_UTIL", 10, extra=',GPU_I_ID="abc"') + "\n" + GOOD + "\n"
-    batch, rows = stored(tmp_path, write(tmp_path / "mig-abc.prom", text), now=NOW)
+    batch, rows = stored(tmp_path, write(tmp_path / "mig-abc.prom", text))
     assert "GPU_I_ID label 'abc' is not an integer" in problems(batch)
     assert "without gpu and host labels" not in problems(batch)
     assert rows["gpu"].to_list() == [1]
@@ -176,13 +190,13 @@ def test_a_mig_instance_id_that_is_not_a_number_says_so(tmp_path: Path) -> None:
 def test_a_utf8_byte_order_mark_is_accepted(tmp_path: Path) -> None:
     path = tmp_path / "bom.prom"
     path.write_bytes(b"\xef\xbb\xbf" + (GOOD + "\n").encode())
-    _, rows = stored(tmp_path, path, now=NOW)
+    _, rows = stored(tmp_path, path)
     assert rows["gpu"].to_list() == [1]
 
 
 def test_a_text_file_whose_first_sample_follows_64_kib_of_comments_is_recognised(tmp_path: Path) -> None:
     comments = "".join(f"# comment line {i} {'x' * 60}\n" for i in range(2000))  # about 150 KiB
-    _, rows = stored(tmp_path, write(tmp_path / "late.prom", comments + GOOD + "\n"), now=NOW)
+    _, rows = stored(tmp_path, write(tmp_path / "late.prom", comments + GOOD + "\n"))
     assert rows["gpu"].to_list() == [1]
 
 
@@ -220,14 +234,27 @@ def test_a_newline_gzip_bomb_is_refused_by_its_compression_ratio(tmp_path: Path)
     path = tmp_path / "newlines.prom.gz"
     path.write_bytes(gzip.compress((GOOD + "\n").encode() + b"\n" * (40 << 20)))
     with pytest.raises(InputError, match=r"limits.max_compression_ratio"):
-        read_file(path, limits=LimitsConfig(max_decompressed_bytes=1 << 40))
+        read_file(path)  # 40 MiB: well under the default max_decompressed_bytes
 
 
-def test_a_file_past_the_decompressed_size_limit_is_refused(tmp_path: Path) -> None:
+def imported_with(tmp_path: Path, path: Path, limits: str) -> tuple[str, int]:
+    """`gpusteward import` of `path` with a config whose `[limits]` say `limits`; its output and the
+    GPU-minutes stored."""
+    config = example_config_with(tmp_path / "cfg", f"[limits]\n{limits}\n")
+    db = tmp_path / "w.duckdb"
+    result = CliRunner().invoke(cli, ["import", "--config", config, "--db", str(db), str(path)])
+    assert result.exit_code == 1, result.output
+    with open_warehouse(db) as wh:
+        return result.output, wh.count("gpu_minutes")
+
+
+def test_a_file_past_the_configured_decompressed_size_is_refused(tmp_path: Path) -> None:
     path = tmp_path / "big.prom.gz"
     path.write_bytes(gzip.compress("\n".join([GOOD] * 20_000).encode()))
-    with pytest.raises(InputError, match=r"more than 1048576 bytes.*limits.max_decompressed_bytes"):
-        read_file(path, limits=LimitsConfig(max_decompressed_bytes=1 << 20))
+    output, minutes = imported_with(tmp_path, path, "max_decompressed_bytes = 1048576")
+    assert f"{path}:" in output
+    assert "more than 1048576 bytes of text (limits.max_decompressed_bytes)" in output
+    assert minutes == 0
 
 
 @pytest.mark.parametrize(
@@ -244,10 +271,11 @@ def test_label_sets_past_their_limits_are_refused_naming_the_line(tmp_path: Path
         read_file(path)
 
 
-def test_a_file_past_the_series_limit_is_refused(tmp_path: Path) -> None:
+def test_a_file_past_the_configured_series_limit_is_refused(tmp_path: Path) -> None:
     text = "\n".join(line("DEV_GPU_UTIL", 1, gpu=str(g)) for g in range(12))
-    with pytest.raises(InputError, match=r"series.prom:12: more than 10 series \(limits.max_series\)"):
-        read_file(write(tmp_path / "series.prom", text + "\n"), limits=LimitsConfig(max_series=10))
+    output, minutes = imported_with(tmp_path, write(tmp_path / "series.prom", text + "\n"), "max_series = 10")
+    assert "series.prom:12: more than 10 series (limits.max_series)" in output
+    assert minutes == 0
 
 
 # -- item 8: vLLM -----------------------------------------------------------------------------------
@@ -265,7 +293,7 @@ def vllm(values: list[tuple[str, float]], *, labels: str = VLLM) -> str:
 
 def windows(tmp_path: Path, text: str, name: str = "v.om") -> tuple[CollectedBatch, pl.DataFrame]:
     path = write(tmp_path / name, text)
-    batch = read_file(path, now=NOW)
+    batch = read_file(path)
     with open_warehouse(tmp_path / "w.duckdb") as wh:
         wh.ingest(str(path), batch.frames, [str(p) for p in batch.problems])
         rows = wh.query("SELECT ts, requests, window_s FROM inference_windows ORDER BY ts")
@@ -278,9 +306,12 @@ def test_a_vllm_counter_going_negative_is_refused_and_never_stored_negative(tmp_
     assert "negative" in problems(batch)
 
 
-def test_a_vllm_counter_that_falls_is_a_reset(tmp_path: Path) -> None:
-    _, rows = windows(tmp_path, vllm([("50", 0), ("5", 0), ("9", 0)]))
-    assert rows["requests"].to_list() == [5.0, 4.0]
+def test_a_fall_across_a_refused_negative_counter_is_still_one_reset(tmp_path: Path) -> None:
+    """The -50 is refused, so 50 -> 9 is one window in which the server restarted and served 9
+    (a fall is a reset, as in Prometheus); never a window of -50 and then one of 59."""
+    batch, rows = windows(tmp_path, vllm([("50", 0), ("-50", 0), ("9", 0)]))
+    assert rows.select("requests", "window_s").rows() == [(9.0, 120.0)]
+    assert "1 inference samples were negative" in problems(batch)
 
 
 @pytest.mark.parametrize("value", ["NaN", "+Inf", "-Inf"])

@@ -17,7 +17,7 @@ from collectors.scrape import Scraper, ScrapeSettings
 from collectors.targets import static_targets
 from service.cli_collect import collect
 from simulator.serve import LiveFleet, serving
-from tests.collectors.local_http import Reply, hang, http_server, text
+from tests.collectors.local_http import Reply, gzip_encoded, hang, http_server, text
 from tests.configs import config_env
 from warehouse import open_warehouse
 
@@ -32,15 +32,8 @@ def fleet_targets(tmp_path: Path) -> Iterator[Path]:
         yield tmp_path / "targets.json"
 
 
-def gzip_lie(h: BaseHTTPRequestHandler) -> None:
-    """Says gzip, sends plain text: httpx raises DecodingError while reading the body."""
-    body = b'DCGM_FI_DEV_GPU_UTIL{gpu="0",Hostname="liar"} 50\n' * 50
-    h.send_response(200)
-    h.send_header("Content-Type", "text/plain; version=0.0.4")
-    h.send_header("Content-Encoding", "gzip")
-    h.send_header("Content-Length", str(len(body)))
-    h.end_headers()
-    h.wfile.write(body)
+# Says gzip, sends plain text: httpx raises DecodingError while reading the body.
+gzip_lie = gzip_encoded(b'DCGM_FI_DEV_GPU_UTIL{gpu="0",Hostname="liar"} 50\n' * 50)
 
 
 def reset(h: BaseHTTPRequestHandler) -> None:

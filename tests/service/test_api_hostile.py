@@ -5,62 +5,23 @@ from __future__ import annotations
 
 import json
 import socket
-import threading
 from collections.abc import Iterator
-from dataclasses import dataclass, field
-from datetime import UTC, datetime
 from typing import Any
 
 import pytest
-from prometheus_client import CollectorRegistry
 
-from service.api import MAX_BODY, ApiContext, Request, Tokens, make_server
+from service.api import MAX_BODY
+from tests.service.api_rig import ServedApi, served_api
 
 TOKEN = "alice-secret-token"
 FINGERPRINT = "0123456789abcdef"
-
-
-@dataclass
-class RecordingController:
-    """Audits (records) every request it is asked to act on."""
-
-    audited: list[Request] = field(default_factory=list)
-
-    def now(self) -> datetime:
-        return datetime(2026, 11, 2, tzinfo=UTC)
-
-    def act(self, request: Request) -> dict[str, Any]:
-        self.audited.append(request)
-        return {"action": request.action, "target": request.target}
-
-
-@dataclass
-class Api:
-    host: str
-    port: int
-    controller: RecordingController
+Api = ServedApi
 
 
 @pytest.fixture
 def api() -> Iterator[Api]:
-    controller = RecordingController()
-    ctx = ApiContext(
-        registry=CollectorRegistry(),
-        tokens=Tokens({"alice": TOKEN}),
-        controller=controller,
-        ready=threading.Event(),
-        healthy=lambda: True,
-        read_timeout_s=1.0,
-    )
-    server = make_server(ctx)
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    try:
-        yield Api("127.0.0.1", server.server_address[1], controller)
-    finally:
-        server.shutdown()
-        server.server_close()
-        thread.join(5)
+    with served_api({"alice": TOKEN}) as served:  # the API's own read timeout (10 s)
+        yield served
 
 
 def raw(api: Api, path: str, body: bytes, *, length: str | None = None, timeout: float = 10.0) -> tuple[int, Any]:
@@ -95,9 +56,9 @@ def test_an_impossible_month_is_refused_before_it_is_audited(api: Api) -> None:
     status, body = post(api, "/api/v1/reviews", {"month": "2026-13"})
     assert status == 400
     assert "month" in body["error"]
-    assert api.controller.audited == []
+    assert api.controller.acted == []
     assert post(api, "/api/v1/reviews", {"month": "2026-10"})[0] == 202
-    assert [r.month for r in api.controller.audited] == ["2026-10"]
+    assert [r.month for r in api.controller.acted] == ["2026-10"]
 
 
 @pytest.mark.parametrize("minutes", ["1e26", "100000000000000000000000000", "NaN", "-1", "true", "1.5"])
@@ -105,7 +66,7 @@ def test_a_silence_length_out_of_range_is_refused(api: Api, minutes: str) -> Non
     body = f'{{"minutes": {minutes}}}'.encode()
     status, answer = raw(api, f"/api/v1/alerts/{FINGERPRINT}/silence", body)
     assert status == 400, answer
-    assert api.controller.audited == []
+    assert api.controller.acted == []
 
 
 @pytest.mark.parametrize("length", ["abc", "-1", "1e3", "0x10", "99999999999999999999999"])
@@ -113,14 +74,14 @@ def test_a_malformed_content_length_is_refused(api: Api, length: str) -> None:
     status, answer = raw(api, "/api/v1/reviews", b'{"month": "2026-10"}', length=length)
     assert status in {400, 413}, answer
     assert "Content-Length" in answer["error"] or "too large" in answer["error"]
-    assert api.controller.audited == []
+    assert api.controller.acted == []
 
 
 def test_a_body_shorter_than_its_content_length_times_out_with_408(api: Api) -> None:
     status, answer = raw(api, "/api/v1/reviews", b'{"month": "2026-10"}', length="100", timeout=15)
     assert status == 408
     assert "time" in answer["error"]
-    assert api.controller.audited == []
+    assert api.controller.acted == []
 
 
 def test_a_deeply_nested_body_is_refused(api: Api) -> None:
@@ -161,7 +122,7 @@ def test_an_http_0_9_request_gets_an_http_1_refusal(api: Api) -> None:
 def test_a_quarantine_retry_needs_a_path(api: Api) -> None:
     for body in ({}, {"path": ""}, {"path": 5}, {"path": "a\u0000b"}):
         assert post(api, "/api/v1/quarantine/retry", body)[0] == 400
-    assert api.controller.audited == []
+    assert api.controller.acted == []
     status, _ = post(api, "/api/v1/quarantine/retry", {"path": "/data/in/x.om", "reason": "fixed"})
     assert status == 202
-    assert [(r.action, r.target) for r in api.controller.audited] == [("import.retry", "/data/in/x.om")]
+    assert [(r.action, r.target) for r in api.controller.acted] == [("import.retry", "/data/in/x.om")]

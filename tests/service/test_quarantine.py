@@ -132,18 +132,24 @@ def test_rows_the_warehouse_refuses_are_rolled_back_and_quarantined(
         assert "submit_time" in reason
 
 
-def test_any_exception_of_a_reader_is_contained_to_its_file(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def reading_a_fails(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, error: Exception) -> Path:
+    """A folder of two good days, `a.om` and `b.om`, whose reader raises `error` on `a.om`."""
     folder = tmp_path / "in"
     folder.mkdir()
     (folder / "a.om").write_text(dcgm_dump(hosts=1, gpus=2, minutes=3, seed=1))
     (folder / "b.om").write_text(dcgm_dump(hosts=2, gpus=2, minutes=3, seed=2))
 
-    def flaky(path: Path, **kwargs: object) -> object:
+    def failing(path: Path, **kwargs: object) -> object:
         if path.name == "a.om":
-            raise KeyError("gpu")  # not the project's own InputError: a reader bug
+            raise error
         return read_file(path, **kwargs)  # type: ignore[arg-type]
 
-    monkeypatch.setattr("service.importer.read_file", flaky)
+    monkeypatch.setattr("service.importer.read_file", failing)
+    return folder
+
+
+def test_any_exception_of_a_reader_is_contained_to_its_file(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    folder = reading_a_fails(tmp_path, monkeypatch, KeyError("gpu"))  # not the project's InputError: a reader bug
     with open_warehouse(tmp_path / "w.duckdb") as wh:
         result = folder_job(wh, folder).run(NOW)
         assert "1 failed" in result.detail
@@ -155,17 +161,7 @@ def test_any_exception_of_a_reader_is_contained_to_its_file(tmp_path: Path, monk
 
 def test_an_io_error_is_recorded_but_not_quarantined(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """Permission denied or EIO is not the content's fault: a quarantine by content hash would outlive the fix."""
-    folder = tmp_path / "in"
-    folder.mkdir()
-    (folder / "a.om").write_text(dcgm_dump(hosts=1, gpus=2, minutes=3, seed=1))
-    (folder / "b.om").write_text(dcgm_dump(hosts=2, gpus=2, minutes=3, seed=2))
-
-    def unreadable(path: Path, **kwargs: object) -> object:
-        if path.name == "a.om":
-            raise PermissionError(13, "Permission denied", str(path))
-        return read_file(path, **kwargs)  # type: ignore[arg-type]
-
-    monkeypatch.setattr("service.importer.read_file", unreadable)
+    folder = reading_a_fails(tmp_path, monkeypatch, PermissionError(13, "Permission denied"))
     with open_warehouse(tmp_path / "w.duckdb") as wh:
         assert "1 failed" in folder_job(wh, folder).run(NOW).detail
         assert wh.count("gpu_minutes") > 0

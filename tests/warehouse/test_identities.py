@@ -30,30 +30,37 @@ def minutes(start: datetime, n: int, *, uuid: str | None, model: str | None, gpu
     return tables.conform(pl.DataFrame(rows), tables.GPU_MINUTES)
 
 
-def test_a_spoofed_sample_starts_a_new_identity_and_keeps_last_months(wh: Warehouse) -> None:
+NOV = datetime(2026, 11, 5, 12)
+
+
+def test_a_spoofed_sample_never_rewrites_what_last_month_ran_on(wh: Warehouse) -> None:
+    """Issue 17 item 10, through what the warehouse offered before the fix: a November sample with
+    another UUID and model used to rewrite the GPU's one `gpus` row, so October's review showed the
+    fake card."""
     wh.ingest("october", {"gpu_minutes": minutes(T0, 30, uuid="GPU-real", model="NVIDIA H100")})
-    nov = datetime(2026, 11, 5, 12)
-    result = wh.ingest("spoof", {"gpu_minutes": minutes(nov, 5, uuid="GPU-SPOOFED", model="Fake GPU")})
-
-    history = wh.gpu_identity_history()
-    assert history.select("valid_from", "valid_to", "uuid", "model_name").rows() == [
-        (T0, nov, "GPU-real", "NVIDIA H100"),
-        (nov, None, "GPU-SPOOFED", "Fake GPU"),
-    ]
-    assert wh.gpu_identity_changes().select("ts", "old_uuid", "new_uuid", "source").rows() == [
-        (nov, "GPU-real", "GPU-SPOOFED", "spoof")
-    ]
-    assert len(result.events) == 1
-    assert "GPU east/east-gpu-01/0 changed identity at 2026-11-05T12:00Z" in result.events[0]
-    assert "GPU-real (NVIDIA H100) -> GPU-SPOOFED (Fake GPU)" in result.events[0]
-    problems = wh.query("SELECT problems FROM import_runs WHERE source = 'spoof'").item()
-    assert "changed identity" in problems
-
-    # Last month's review still sees the card that was there; this month's sees the new one.
+    wh.ingest("spoof", {"gpu_minutes": minutes(NOV, 5, uuid="GPU-SPOOFED", model="Fake GPU")})
     october = wh.evaluation_inputs(Month(2026, 10)).gpus
     assert october.select("uuid", "model_name").rows() == [("GPU-real", "NVIDIA H100")]
     november = wh.evaluation_inputs(Month(2026, 11)).gpus
     assert november.select("uuid", "model_name").rows() == [("GPU-SPOOFED", "Fake GPU")]
+    problems = wh.query("SELECT problems FROM import_runs WHERE source = 'spoof'").item()
+    assert "GPU-real (NVIDIA H100) -> GPU-SPOOFED (Fake GPU)" in problems
+
+
+def test_a_new_identity_is_kept_in_the_history_and_recorded_as_a_change(wh: Warehouse) -> None:
+    wh.ingest("october", {"gpu_minutes": minutes(T0, 30, uuid="GPU-real", model="NVIDIA H100")})
+    result = wh.ingest("spoof", {"gpu_minutes": minutes(NOV, 5, uuid="GPU-SPOOFED", model="Fake GPU")})
+    history = wh.gpu_identity_history()
+    assert history.select("valid_from", "valid_to", "uuid", "model_name").rows() == [
+        (T0, NOV, "GPU-real", "NVIDIA H100"),
+        (NOV, None, "GPU-SPOOFED", "Fake GPU"),
+    ]
+    assert wh.gpu_identity_changes().select("ts", "old_uuid", "new_uuid", "source").rows() == [
+        (NOV, "GPU-real", "GPU-SPOOFED", "spoof")
+    ]
+    assert len(result.events) == 1
+    assert "GPU east/east-gpu-01/0 changed identity at 2026-11-05T12:00Z" in result.events[0]
+    assert "GPU-real (NVIDIA H100) -> GPU-SPOOFED (Fake GPU)" in result.events[0]
 
 
 def test_the_same_identity_again_and_minutes_without_one_change_nothing(wh: Warehouse) -> None:
