@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import datetime
 
 import polars as pl
@@ -16,6 +16,7 @@ from quota.replay_model import ClusterModel
 from quota.waits import Scheduler, wait_causes
 from sla.contention import job_spans, timelines
 from sla.fairness import cluster_shares, guaranteed_capacity
+from sla.results import PLAN_REPLAY as PLAN_REPLAY  # noqa: PLC0414 - the plan's replay table, re-exported
 
 
 def pending_reasons(pending: pl.DataFrame | None, start: datetime) -> pl.DataFrame | None:
@@ -111,6 +112,10 @@ def record_hosts(jobs: pl.DataFrame, start: datetime) -> pl.DataFrame | None:
                        pl.col("nodes").alias("hosts"))
 
 
+SCENARIOS = pl.Schema({"cluster": pl.Utf8, "job_id": pl.Int64, "submit_s": pl.Float64, "scenario": pl.Utf8})
+"""Each record's scenario, keyed as REPLAY_JOBS rows are (a job id may repeat with another submit time)."""
+
+
 @dataclass(frozen=True)
 class MonthAnalysis:
     """Everything the rules read; `baseline` is the replay under the current limits."""
@@ -128,12 +133,27 @@ class MonthAnalysis:
     baseline: pl.DataFrame  # quota.replay.SEGMENTS of the replay under the current limits
     current: pl.DataFrame  # OUTCOMES of the baseline
     models: dict[str, ClusterModel]  # what the replay knows of each cluster's scheduler
+    scenarios: pl.DataFrame = field(default_factory=lambda: pl.DataFrame(schema=SCENARIOS))  # SCENARIOS
 
     def replay_with(self, limits: Limits, clusters: set[str] | None = None) -> pl.DataFrame:
         """OUTCOMES of the replay under `limits` (only `clusters`, when given)."""
         models = {c: m for c, m in self.models.items() if clusters is None or c in clusters}
         jobs = self.jobs if clusters is None else self.jobs.filter(pl.col("cluster").is_in(sorted(clusters)))
         return outcomes(replay(jobs, models, limits), self.length_s)
+
+    def segments(self, limits: Limits | None = None, clusters: set[str] | None = None) -> pl.DataFrame:
+        """The replay under `limits` (None: the current limits) as SEGMENTS with each record's scenario:
+        cluster, job_id, scenario, queue, gpus, submit_s, start_s (inf: never), end_s."""
+        if limits is None:
+            ran = self.baseline
+        else:
+            models = {c: m for c, m in self.models.items() if clusters is None or c in clusters}
+            ran = replay(self.jobs.filter(pl.col("cluster").is_in(sorted(models))), models, limits)
+        if clusters is not None:
+            ran = ran.filter(pl.col("cluster").is_in(sorted(clusters)))
+        kinds = self.scenarios.unique(["cluster", "job_id"], keep="first").select("cluster", "job_id", "scenario")
+        return ran.join(kinds, on=["cluster", "job_id"], how="left").select(
+            "cluster", "job_id", "scenario", "queue", "gpus", "submit_s", "start_s", "end_s")
 
 
 def analyse(
@@ -189,8 +209,10 @@ def analyse(
     observed = outcomes(observed_segments(replayed), length)
     baseline = replay(replayed, models, limits)
     current = outcomes(baseline, length)
+    scenarios = spans.select([pl.col(n).cast(t) for n, t in SCENARIOS.items()]).unique(
+        ["cluster", "job_id", "submit_s"], keep="first", maintain_order=True)
     return MonthAnalysis(length, gpus, guaranteed, limits, qos_priority, shares, waits, bound, replayed, observed,
-                         baseline, current, models)
+                         baseline, current, models, scenarios)
 
 
 def wait_percentiles(waits: pl.DataFrame) -> pl.DataFrame:
@@ -202,25 +224,6 @@ def wait_percentiles(waits: pl.DataFrame) -> pl.DataFrame:
         pl.len().alias("waited"),
     )
 
-
-
-PLAN_REPLAY = pl.Schema(
-    {
-        "cluster": pl.Utf8,
-        "group": pl.Utf8,  # team | queue
-        "subject": pl.Utf8,
-        "jobs": pl.Int64,
-        "observed_p50_s": pl.Float64,
-        "observed_p95_s": pl.Float64,
-        "observed_gpu_hours": pl.Float64,
-        "current_p50_s": pl.Float64,  # replay under the current limits (its gap to observed: calibration)
-        "current_p95_s": pl.Float64,
-        "current_gpu_hours": pl.Float64,
-        "plan_p50_s": pl.Float64,  # replay under the plan
-        "plan_p95_s": pl.Float64,
-        "plan_gpu_hours": pl.Float64,
-    }
-)
 
 
 def plan_replay(analysis: MonthAnalysis, changes: Mapping[tuple[str, str], int]) -> pl.DataFrame:

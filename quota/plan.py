@@ -3,12 +3,15 @@
 A plan holds its items (limit changes, kind `account`/`qos`, and advice, kind `advice`, never written
 to a scheduler) and its replay: per cluster, team and queue, the observed waits and GPU-hours, the
 replay under the current limits, and the replay under the plan (quota.analysis.PLAN_REPLAY).
-Item texts are catalogue messages (reports.plan_text); `render_text` writes them in a language.
+A plan whose replay makes a protected objective worse carries them (`protected`, quota.protected): it is
+approved only with an override (warehouse.control). Item texts are catalogue messages
+(reports.plan_text); `render_text` writes them, and the tables' headers, in a language.
 """
 
 from __future__ import annotations
 
 import json
+from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any, Literal
@@ -16,8 +19,8 @@ from typing import Any, Literal
 import polars as pl
 
 from reports.locale import Formatter
-from reports.plan_text import render
-from sla.common import human_duration
+from reports.model import Cell, Column, Quantity, Row, Table, Term, Text
+from reports.plan_text import render, replay_tables, text_table
 from sla.results import QUOTA_PLAN_ITEMS
 
 PlanStatus = Literal["proposed"]
@@ -53,6 +56,7 @@ class Plan:
     status: PlanStatus = "proposed"
     dry_run: bool = True
     replay: tuple[dict[str, Any], ...] = ()
+    protected: tuple[dict[str, Any], ...] = ()  # quota.protected: objectives its replay makes worse
 
     @property
     def changes(self) -> tuple[PlanItem, ...]:
@@ -60,14 +64,16 @@ class Plan:
         return tuple(i for i in self.items if i.kind != ADVICE)
 
     @classmethod
-    def from_frame(cls, plan_id: str, month: str, created_at: datetime, items: pl.DataFrame,
-                   replay: pl.DataFrame | None = None) -> Plan:
-        """A plan from QUOTA_PLAN_ITEMS rows (those of other plans are ignored) and its PLAN_REPLAY."""
+    def from_frame(cls, plan_id: str, month: str, created_at: datetime, items: pl.DataFrame, *,
+                   replay: pl.DataFrame | None = None, protected: Sequence[dict[str, Any]] = ()) -> Plan:
+        """A plan from QUOTA_PLAN_ITEMS rows (those of other plans are ignored), its PLAN_REPLAY and the
+        protected objectives its replay makes worse (quota.protected)."""
         mine = items.filter(pl.col("plan_id") == plan_id)
         fields = [n for n in QUOTA_PLAN_ITEMS if n != "plan_id"]
         rows = tuple(replay.to_dicts()) if replay is not None else ()
         return cls(plan_id, month, created_at, tuple(PlanItem(**{k: r[k] for k in fields})
-                                                     for r in mine.iter_rows(named=True)), replay=rows)
+                                                     for r in mine.iter_rows(named=True)), replay=rows,
+                   protected=tuple(dict(p) for p in protected))
 
     def to_frame(self) -> pl.DataFrame:
         rows = [{"plan_id": self.id, **_item_dict(i)} for i in self.items]
@@ -84,6 +90,7 @@ class Plan:
             "note": DRY_RUN_NOTE,
             "items": [_item_dict(i) for i in self.items],
             "replay": [_rounded(r) for r in self.replay],
+            "protected": [_rounded(p) for p in self.protected],
         }
 
     def to_json(self) -> str:
@@ -95,7 +102,7 @@ class Plan:
         if data.get("status", "proposed") != "proposed" or data.get("dry_run", True) is not True:
             raise ValueError("this version only reads proposed dry-run plans")
         return cls(data["id"], data["month"], created, tuple(PlanItem(**i) for i in data["items"]),
-                   replay=tuple(data.get("replay") or ()))
+                   replay=tuple(data.get("replay") or ()), protected=tuple(data.get("protected") or ()))
 
 
 def _rounded(row: dict[str, Any]) -> dict[str, Any]:
@@ -111,60 +118,59 @@ def _item_dict(item: PlanItem) -> dict[str, Any]:
     }
 
 
-def _gpus(value: int | None) -> str:
-    return "unlimited" if value is None else str(value)
+def _plan_table(plan: Plan) -> Table:
+    rows = []
+    for n, i in enumerate(plan.items, 1):
+        limit = i.kind != ADVICE
+        rows.append(Row((
+            Text(str(n)), Text(i.cluster), Term("quota_kind", i.kind), Text(i.name), Text(i.team),
+            _limit(i.current_gpus) if limit else Text(""), _limit(i.proposed_gpus) if limit else Text(""),
+            Text("" if i.change is None else f"{i.change:+d}"),
+        )))
+    columns = (Column("col.number", numeric=True), Column("col.cluster"), Column("col.kind"), Column("col.name"),
+               Column("col.team"), Column("col.current", numeric=True), Column("col.proposed", numeric=True),
+               Column("col.change", numeric=True))
+    return Table(columns, tuple(rows))
 
 
-def _duration(seconds: float | None) -> str:
-    return "-" if seconds is None else human_duration(seconds)
+def _limit(value: int | None) -> Cell:
+    return Term("common", "unlimited") if value is None else Quantity(value, "count")
 
 
-def replay_lines(plan: Plan) -> list[str]:
-    """The plan's replay per cluster and team: observed, replay under current limits, replay under the plan."""
-    rows = [r for r in plan.replay if r.get("group") == "team"]
-    if not rows:
+def replay_lines(plan: Plan, lang: str = "en") -> list[str]:
+    """The plan's replay per cluster, team and queue (observed, replay under the current limits with its
+    calibration error, replay under the plan) as plain-text tables in a language."""
+    tables = replay_tables(plan.replay)
+    if tables is None:
         return []
-    head = ("cluster", "team", "jobs", "observed p95", "replay now p95", "plan p95", "replay now p50", "plan p50",
-            "GPU-h now", "GPU-h plan")
-    table = [head]
-    for r in rows:
-        table.append((str(r["cluster"]), str(r["subject"]), str(r.get("jobs") or 0), _duration(r.get("observed_p95_s")),
-                      _duration(r.get("current_p95_s")), _duration(r.get("plan_p95_s")),
-                      _duration(r.get("current_p50_s")), _duration(r.get("plan_p50_s")),
-                      f"{r.get('current_gpu_hours') or 0:,.0f}", f"{r.get('plan_gpu_hours') or 0:,.0f}"))
-    widths = [max(len(row[c]) for row in table) for c in range(len(head))]
-    return ["Replay of the month under the plan (waits of the records submitted in it, GPU-hours held in it):",
-            *["  ".join(cell.rjust(widths[c]) if c >= 2 else cell.ljust(widths[c]) for c, cell in enumerate(row))
-              .rstrip() for row in table]]
+    formatter = Formatter(lang)  # type: ignore[arg-type]
+    return [*text_table(tables[0], formatter), "", *text_table(tables[1], formatter)]
+
+
+def protected_lines(plan: Plan, lang: str = "en") -> list[str]:
+    """The protected objectives the plan makes worse in its replay: it is approved only with an override."""
+    if not plan.protected:
+        return []
+    formatter = Formatter(lang)  # type: ignore[arg-type]
+    return [formatter.t("quota.protected.title"),
+            *(f"- {render(str(f.get('message') or ''), formatter)}" for f in plan.protected)]
 
 
 def render_text(plan: Plan, lang: str = "en") -> str:
-    """A plain-text table for the CLI, then each item's reason, evidence and expected effect, then the replay."""
+    """A plain-text table for the CLI, then each item's reason, evidence and expected effect, then the
+    protected objectives it makes worse and the replay; headers and words from the catalogues."""
     formatter = Formatter(lang)  # type: ignore[arg-type]
-    head = [
-        f"Quota plan {plan.id} for {plan.month} ({plan.status}), created {plan.to_dict()['created_at']}",
-        DRY_RUN_NOTE,
-    ]
+    status = formatter.term("plan_state", plan.status)
+    head = [formatter.t("quota.cli.title", id=plan.id, month=plan.month, status=status,
+                        created=plan.to_dict()["created_at"]),
+            formatter.t("quota.cli.dry_run")]
     if not plan.items:
-        return "\n".join([*head, "", "No quota changes recommended."]) + "\n"
-    table = [("#", "cluster", "kind", "name", "team", "current", "proposed", "change")]
-    for n, i in enumerate(plan.items, 1):
-        change = i.change
-        table.append((str(n), i.cluster, i.kind, i.name, i.team,
-                      "" if i.kind == ADVICE else _gpus(i.current_gpus),
-                      "" if i.kind == ADVICE else _gpus(i.proposed_gpus),
-                      "" if change is None else f"{change:+d}"))
-    widths = [max(len(row[c]) for row in table) for c in range(len(table[0]))]
-    numeric = {0, 5, 6, 7}
-    lines = [
-        "  ".join(cell.rjust(widths[c]) if c in numeric else cell.ljust(widths[c]) for c, cell in enumerate(row))
-        .rstrip()
-        for row in table
-    ]
+        return "\n".join([*head, "", formatter.t("quota.cli.none")]) + "\n"
     details: list[str] = []
     for n, i in enumerate(plan.items, 1):
         details += [f"{n}. {render(i.reason, formatter)}",
-                    f"   evidence: {render(i.evidence, formatter, 'list')}",
-                    f"   expected effect: {render(i.expected_effect, formatter)}"]
-    replay = replay_lines(plan)
-    return "\n".join([*head, "", *lines, "", *details, *([""] if replay else []), *replay]) + "\n"
+                    "   " + formatter.t("quota.cli.evidence", text=render(i.evidence, formatter, "list")),
+                    "   " + formatter.t("quota.cli.effect", text=render(i.expected_effect, formatter))]
+    blocks = [head, text_table(_plan_table(plan), formatter), details, protected_lines(plan, lang),
+              replay_lines(plan, lang)]
+    return "\n\n".join("\n".join(b) for b in blocks if b) + "\n"

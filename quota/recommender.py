@@ -13,8 +13,8 @@ Per cluster and team account (docs/quota.md has the grounding of each rule):
 4. Every change is replayed (quota.replay) before it is proposed: a raise or fairness cut whose replay
    does not shorten the targeted wait p95 by at least `quota.min_gain` is dropped, and so is a
    right-sizing cut whose replay changes the team's waits.
-5. Capacity: the sum of a cluster's limits never goes past max(guaranteed, sum of current limits); on a
-   cluster already past its guaranteed GPUs a raise only reuses what the cuts on it freed.
+5. Capacity: the sum of a cluster's limits never goes past max(guaranteed x quota.max_oversubscription,
+   sum of current limits); on a cluster already past that a raise only reuses what the cuts on it freed.
 Steps are relative: |proposed - current| <= max_step x current (at least one GPU), whole GPUs.
 Unlimited (null) limits are left alone. Advice items (kind `advice`) carry the waits a quota cannot
 fix (priority, capacity, placement) with their evidence; they are never written to a scheduler.
@@ -138,6 +138,11 @@ class Recommender:
             total += change.proposed if proposed and change is not None and change.proposed is not None else limit
         return total
 
+    def ceiling(self, cluster: str) -> int:
+        """The most the cluster's limits may add up to after a raise: quota.max_oversubscription times its
+        guaranteed GPUs (limits are caps, not reservations; 1.0: no oversubscription beyond today's)."""
+        return math.floor(self.a.guaranteed[cluster] * self.config.quota.max_oversubscription + _EPS)
+
     def accounts(self, cluster: str) -> list[tuple[str, int]]:
         return sorted((a, v) for (c, a), v in self.a.limits.items() if c == cluster and v is not None
                       and self.team(a) in self.config.teams)
@@ -203,7 +208,7 @@ class Recommender:
         """Rule 1: raise a limit its own jobs waited on, in a queue that missed its wait objective."""
         waits = self.a.waits
         for cluster in sorted(self.a.guaranteed):
-            ceiling = max(self.a.guaranteed[cluster], self.cluster_sum(cluster, proposed=False))
+            ceiling = max(self.ceiling(cluster), self.cluster_sum(cluster, proposed=False))
             candidates = []
             for account, limit in self.accounts(cluster):
                 if (cluster, account) in self.changes or self.over_share(cluster, self.team(account)):

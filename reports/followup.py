@@ -2,7 +2,9 @@
 
 The assessment itself is `sla.followup.assess` (pure); the caller passes the applied changes
 (`warehouse.quota_store.applied_changes`) and the earlier months, whose results are the baselines.
-With no change applied in the month before, the section says nothing was applied.
+With no change applied in the month before, the section says nothing was applied. Below the table, the
+replay's prediction for the teams and queues each applied plan targeted stands beside the month's
+measurement, with the calibration error (`sla.followup.replay_checks`).
 """
 
 from __future__ import annotations
@@ -10,9 +12,9 @@ from __future__ import annotations
 from gpusteward import evidence as stored_evidence
 from reports.context import Context
 from reports.evidence import Evidence
-from reports.model import Cell, Column, Message, Moment, Quantity, Row, Section, Table, Term, Text
+from reports.model import Block, Cell, Column, Message, Moment, Quantity, Row, Section, Table, Term, Text
 from reports.plan_text import phrases
-from sla.followup import Assessment, assess
+from sla.followup import Assessment, assess, replay_checks
 
 
 def _limit(value: int | None) -> Quantity | Term:
@@ -81,4 +83,25 @@ def build_applied(ctx: Context) -> Section:
         Column("col.outcome"),
         Column("col.expected_effect"),
     )
-    return Section("applied", (intro, Table(columns, tuple(_row(ctx, a) for a in assessed))))
+    blocks: tuple[Block, ...] = (intro, Table(columns, tuple(_row(ctx, a) for a in assessed)))
+    return Section("applied", blocks + replay_blocks(ctx))
+
+
+def replay_blocks(ctx: Context) -> tuple[Block, ...]:
+    """The replay's prediction for what each applied plan targeted, beside this month's measurement."""
+    checks = replay_checks(ctx.month, ctx.applied, ctx.frame("plan_replay"))
+    if not checks:
+        return ()
+    rows = tuple(Row((
+        Text(c.plan_id), Text(c.cluster), Term("replay_group", c.group), Text(c.subject),
+        Quantity(c.observed_before, "duration"), Quantity(c.replay_before, "duration"),
+        Quantity(c.error, "duration"), Quantity(c.predicted, "duration"), Quantity(c.measured, "duration"),
+        Quantity(c.gap, "duration"), Term("applied.replay", c.verdict),
+    )) for c in checks)
+    columns = (
+        Column("col.plan"), Column("col.cluster"), Column("col.replay_group"), Column("col.subject"),
+        Column("col.before_change", numeric=True), Column("col.replay_p95", numeric=True),
+        Column("col.replay_error", numeric=True), Column("col.predicted_p95", numeric=True),
+        Column("col.measured_p95", numeric=True), Column("col.prediction_gap", numeric=True), Column("col.outcome"),
+    )
+    return (Message("applied.replay.intro"), Table(columns, rows))

@@ -8,7 +8,7 @@ from reports.data_text import evidence_phrases
 from reports.evidence import Evidence, ratio
 from reports.findings import line_kind
 from reports.model import Block, Cell, Column, Message, Moment, Quantity, Row, Section, Table, Term, Text
-from reports.plan_text import phrases
+from reports.plan_text import decode, phrases, replay_tables
 from sla.protection_episodes import review_episodes
 
 
@@ -95,7 +95,21 @@ def build_quota(ctx: Context) -> Section:
         Column("col.expected_effect"),
     )
     blocks.append(Table(columns, tuple(rows)))
-    return Section("quota", tuple(blocks + account_blocks(ctx)))
+    return Section("quota", tuple(blocks + replay_blocks(ctx) + account_blocks(ctx)))
+
+
+def replay_blocks(ctx: Context) -> list[Block]:
+    """The plan's whole replay, per cluster, team and queue: observed, replayed under the current limits
+    (with the calibration error) and replayed under the plan; each item's effect is its share of it."""
+    blocks: list[Block] = []
+    flags = ctx.frame("plan_protected")
+    if not flags.is_empty():
+        blocks.append(Message("quota.protected.title"))
+        blocks += [m for text in flags["message"].to_list() for m in decode(text)]
+    tables = replay_tables(ctx.frame("plan_replay").to_dicts())
+    if tables is not None:
+        blocks += [Message("quota.replay.intro"), *tables]
+    return blocks
 
 
 def build_completeness(ctx: Context) -> Section:

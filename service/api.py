@@ -1,6 +1,6 @@
 """The service's HTTP endpoints on loopback: /metrics, /healthz, /readyz and the token-authenticated control API.
 
-    POST /api/v1/plans/{plan_id}/approve        {"reason": "..."}            -> 200 {"action_id": ...}
+    POST /api/v1/plans/{plan_id}/approve        {"reason": "...", "override": "..."} -> 200 {"action_id": ...}
     POST /api/v1/plans/{plan_id}/reject         {"reason": "..."}
     POST /api/v1/alerts/{fingerprint}/silence   {"minutes": 120, "reason": "..."}
     POST /api/v1/alerts/{fingerprint}/acknowledge
@@ -8,6 +8,8 @@
     POST /api/v1/quarantine/retry               {"path": "...", "reason": "..."} -> 202
 
 Callers send `Authorization: Bearer <token>`; the token's identity is who the audit trail names.
+A plan whose replay makes a protected objective worse is refused (409) unless the approval carries an
+`override` reason, stored with the approval (docs/quota.md).
 Tokens come from $GPUSTEWARD_API_TOKENS or a file (`identity:token` per line) and are never logged.
 """
 
@@ -102,6 +104,7 @@ class Request:
     until: datetime | None
     reason: str | None
     month: str | None = None
+    override: str | None = None
 
 
 class Controller(Protocol):
@@ -126,6 +129,9 @@ def _request(actor: str, action: Action, target: str, body: Mapping[str, Any], n
     reason = body.get("reason")
     if reason is not None and not isinstance(reason, str):
         raise ControlError("reason must be a string", status=400)
+    override = body.get("override")
+    if override is not None and not isinstance(override, str):
+        raise ControlError("override must be a string: why the plan is approved despite its replay", status=400)
     until = None
     if action == "alert.silence":
         minutes = body.get("minutes")
@@ -145,7 +151,7 @@ def _request(actor: str, action: Action, target: str, body: Mapping[str, Any], n
         if not isinstance(path, str) or not path or len(path) > 4096 or "\x00" in path:
             raise ControlError("path must be the quarantined file's path, as `gpusteward status` shows it", status=400)
         target = path
-    return Request(actor, action, target, until, reason, month)
+    return Request(actor, action, target, until, reason, month, override)
 
 
 def _is_month(value: object) -> bool:

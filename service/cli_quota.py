@@ -73,14 +73,16 @@ def quota_plan(config_path: str | None, db_path: str | None, month: Month | None
 def quota_show(config_path: str | None, db_path: str | None, plan_id: str | None, lang: str) -> None:
     """List stored plans with their state, or print one with its decision and apply history."""
     from quota.plan import Plan, render_text
+    from reports.locale import Formatter
     from warehouse import quota_store
 
+    words = Formatter(lang)  # type: ignore[arg-type]
     config = load(config_path)
     with open_for_writing(config, db_path) as wh:
         if plan_id is None:
             for row in wh.plans().iter_rows(named=True):
                 state = quota_store.plan_state(wh, row["plan_id"])
-                click.echo(f"{row['plan_id']}  {row['month']}  {state}  {row['created_at']}")
+                click.echo(f"{row['plan_id']}  {row['month']}  {words.term('plan_state', state)}  {row['created_at']}")
             return
         body = quota_store.plan_body(wh, plan_id)
         if body is None:
@@ -89,16 +91,20 @@ def quota_show(config_path: str | None, db_path: str | None, plan_id: str | None
         decided = quota_store.decision(wh, plan_id)
         history = quota_store.applies(wh, plan_id)
     click.echo(render_text(Plan.from_dict(body), lang), nl=False)
-    click.echo(f"\nstate: {state}")
+    click.echo("\n" + words.t("quota.cli.state", state=words.term("plan_state", state)))
     if decided is not None:
-        click.echo(f"{decided.decision} by {decided.decided_by} at {decided.decided_at:%Y-%m-%d %H:%M:%S} UTC")
+        click.echo(words.t("quota.cli.decided", decision=words.term("plan_state", decided.decision),
+                           by=decided.decided_by, at=f"{decided.decided_at:%Y-%m-%d %H:%M:%S}"))
+        if decided.override:
+            click.echo(words.t("quota.cli.override", reason=decided.override))
     for r in history:
         when = f"{r.started_at:%Y-%m-%d %H:%M:%S}"
-        click.echo(f"{when}  {r.action} by {r.actor} via {r.transport}: {r.result} ({r.detail})")
+        click.echo(words.t("quota.cli.history", when=when, action=r.action, actor=r.actor, transport=r.transport,
+                           result=r.result, detail=r.detail))
 
 
 def _decide(config_path: str | None, db_path: str | None, plan_id: str, *, action: str, actor: str | None,
-            note: str | None, lang: str = "en") -> None:
+            note: str | None, lang: str = "en", override: str | None = None) -> None:
     from quota.plan import Plan, render_text
     from warehouse import control, quota_store
 
@@ -108,11 +114,13 @@ def _decide(config_path: str | None, db_path: str | None, plan_id: str, *, actio
         if body is not None:  # what is decided on: the changes, their evidence and the replay's result
             click.echo(render_text(Plan.from_dict(body), lang), err=True)
         try:
-            entry = control.record(wh, _actor(actor), action, plan_id, at=_now(), reason=note)  # type: ignore[arg-type]
+            entry = control.record(wh, _actor(actor), action, plan_id, at=_now(), reason=note,  # type: ignore[arg-type]
+                                   override=override)
         except control.ControlError as exc:
             raise click.ClickException(str(exc)) from exc
     click.echo(json.dumps({"action_id": entry.action_id, "action": entry.action, "plan_id": plan_id,
-                           "by": entry.actor, "at": str(entry.at), "note": entry.reason}, indent=2))
+                           "by": entry.actor, "at": str(entry.at), "note": entry.reason,
+                           "override": entry.override}, indent=2))
 
 
 @quota.command("approve")
@@ -121,12 +129,16 @@ def _decide(config_path: str | None, db_path: str | None, plan_id: str, *, actio
 @click.argument("plan_id")
 @by_option
 @click.option("--note", default=None, help="Why, stored with the approval.")
+@click.option("--override", default=None,
+              help="Why a plan whose replay makes a protected objective worse is approved anyway (kept in the audit).")
 @lang_option
 def quota_approve(config_path: str | None, db_path: str | None, plan_id: str, *, actor: str | None,
-                  note: str | None, lang: str) -> None:
+                  note: str | None, override: str | None, lang: str) -> None:
     """Approve a proposed plan (recorded with who and when; a plan is decided once). The plan, with its
-    replayed effect, is printed first (on stderr; the record of the approval goes to stdout as JSON)."""
-    _decide(config_path, db_path, plan_id, action="plan.approve", actor=actor, note=note, lang=lang)
+    replayed effect, is printed first (on stderr; the record of the approval goes to stdout as JSON). A plan
+    flagged for a protected objective is refused without --override."""
+    _decide(config_path, db_path, plan_id, action="plan.approve", actor=actor, note=note, lang=lang,
+            override=override)
 
 
 @quota.command("reject")
@@ -260,11 +272,14 @@ def parse_setting(text: str) -> tuple[tuple[str, str], int]:
 @month_option
 @click.option("--plan", "plan_id", default=None, help="Replay a stored plan's limit changes.")
 @click.option("--set", "settings", multiple=True, help="A limit to try, CLUSTER/ACCOUNT=GPUS (repeatable).")
-def quota_whatif(config_path: str | None, db_path: str | None, month: Month | None, plan_id: str | None,
-                 settings: tuple[str, ...]) -> None:
+@lang_option
+def quota_whatif(config_path: str | None, db_path: str | None, month: Month | None, plan_id: str | None, *,
+                 settings: tuple[str, ...], lang: str) -> None:
     """Replay a month's jobs under other limits: a stored plan's, or your own (--set); nothing is stored."""
     from quota.analysis import analyse, plan_replay
-    from quota.plan import Plan, replay_lines
+    from quota.plan import Plan, protected_lines, replay_lines
+    from quota.protected import protected_worse
+    from reports.locale import Formatter
     from sla.common import classified_jobs, window_of
     from sla.fairness import cluster_gpus
     from warehouse import quota_store
@@ -289,7 +304,12 @@ def quota_whatif(config_path: str | None, db_path: str | None, month: Month | No
     if unknown:
         raise click.ClickException(f"no account limit stored for {', '.join(unknown)} in {chosen}")
     table = plan_replay(analysis, changes)
-    shown = Plan("whatif", str(chosen), datetime.now(UTC), (), replay=tuple(table.to_dicts()))
+    flags = protected_worse(analysis, dict(changes), config)
+    shown = Plan("whatif", str(chosen), datetime.now(UTC), (), replay=tuple(table.to_dicts()), protected=tuple(flags))
+    words = Formatter(lang)  # type: ignore[arg-type]
     for (cluster, account), gpus in sorted(changes.items()):
-        click.echo(f"{cluster}/{account}: {analysis.limits[(cluster, account)]} -> {gpus} GPUs")
-    click.echo("\n".join(replay_lines(shown)))
+        click.echo(words.t("quota.cli.whatif_change", target=f"{cluster}/{account}",
+                           before=analysis.limits[(cluster, account)], after=gpus))
+    for block in (protected_lines(shown, lang), replay_lines(shown, lang)):
+        if block:
+            click.echo("\n" + "\n".join(block))

@@ -18,6 +18,7 @@ from gpusteward.config import Config
 from gpusteward.domain import Month
 from quota.analysis import analyse, pending_reasons, plan_replay
 from quota.plan import Plan
+from quota.protected import protected_worse
 from quota.recommender import recommend
 from reports import Review, build_review, write_review
 from service.alerting import run_alert_tick
@@ -26,7 +27,7 @@ from sla.common import classified_jobs, window_of
 from sla.fairness import cluster_gpus
 from sla.inputs import EvaluationInputs
 from sla.month import evaluate_month
-from sla.outputs import MonthOutputs
+from sla.outputs import MonthOutputs, plan_protected_frame, plan_replay_frame
 from warehouse import Warehouse
 from warehouse.quota_store import applied_changes
 
@@ -51,7 +52,9 @@ def evaluate(wh: Warehouse, config: Config, month: Month) -> MonthOutputs:
         plan.id, month, plan.created_at, plan.status, dry_run=plan.dry_run, body=plan.to_dict(), items=plan.to_frame()
     )
     accounts = account_rollup(*wh.slurm_queue(month))
-    outputs = dataclasses.replace(outputs, plan_items=plan.to_frame(), accounts=accounts)
+    outputs = dataclasses.replace(outputs, plan_items=plan.to_frame(), accounts=accounts,
+                                  plan_replay=plan_replay_frame(plan.replay),
+                                  plan_protected=plan_protected_frame(plan.protected))
     wh.store_month_outputs(outputs)
     return outputs
 
@@ -66,15 +69,18 @@ def _plan(outputs: MonthOutputs, inputs: EvaluationInputs, config: Config, pendi
                        capacity=cluster_gpus(config, inputs.gpus), reasons=pending_reasons(pending, window.start),
                        inventory=inputs.gpus, tree=tree)
     draft = recommend(analysis, outputs.results, config, "draft")
-    replay = plan_replay(analysis, {
+    proposed = {
         (r["cluster"], r["name"]): r["proposed_gpus"]
         for r in draft.filter(pl.col("kind") == "account").iter_rows(named=True)
-    })
+    }
+    replay = plan_replay(analysis, proposed)
+    # A plan whose replay makes a protected objective worse is approved only with an override.
+    protected = protected_worse(analysis, proposed, config)
     changes = draft.select("cluster", "kind", "name", "current_gpus", "proposed_gpus").sort("cluster", "kind", "name")
     digest = hashlib.sha256(f"{outputs.month}\n{changes.write_csv()}".encode()).hexdigest()[:10]
     plan_id = f"{outputs.month}-{digest}"
     items = draft.with_columns(pl.lit(plan_id).alias("plan_id"))
-    return Plan.from_frame(plan_id, str(outputs.month), datetime.now(UTC), items, replay)
+    return Plan.from_frame(plan_id, str(outputs.month), datetime.now(UTC), items, replay=replay, protected=protected)
 
 
 @dataclass(frozen=True)

@@ -117,6 +117,7 @@ class Service:
                 at=self.now(),
                 until=request.until,
                 reason=request.reason,
+                override=request.override,
             )
             if request.action == "review.trigger":
                 self.shared.review_requests.append(Month.parse(request.month) if request.month else None)
@@ -129,7 +130,8 @@ class Service:
                         if name.startswith("import:"):
                             self.scheduler.poke(name)
             self._publish()
-        return {"action_id": entry.action_id, "action": entry.action, "target": entry.target, "actor": entry.actor}
+        return {"action_id": entry.action_id, "action": entry.action, "target": entry.target, "actor": entry.actor,
+                "override": entry.override}
 
     # -- running -----------------------------------------------------------------------------------
 

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import hashlib
 import re
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 MODEL_NAME = "NVIDIA H100 80GB HBM3"
@@ -83,6 +83,7 @@ class Cluster:
     name: str
     hosts: tuple[str, ...]
     infer_hosts: tuple[str, ...]
+    limits: tuple[tuple[str, int], ...] = ()  # (account, GPUs) set by hand (sacctmgr), over the defaults
 
     @property
     def gpus(self) -> int:
@@ -99,6 +100,10 @@ class Cluster:
         return tuple(self.hosts.index(h) for h in names)
 
     def account_limit(self, account: str) -> int:
+        """The account's GrpTRES gres/gpu: one set by hand, else its default fraction of the cluster."""
+        for name, gpus in self.limits:
+            if name == account:
+                return gpus
         return max(GPUS_PER_NODE, round(self.gpus * ACCOUNT_GPU_FRACTION[account]))
 
 
@@ -117,8 +122,10 @@ class Fleet:
         return sum(c.gpus for c in self.clusters)
 
 
-def build_fleet(nodes: int) -> Fleet:
-    """Split `nodes` over east and west (east gets the odd one); infer is half of east, at least 2."""
+def build_fleet(nodes: int, limits: Mapping[tuple[str, str], int] | None = None) -> Fleet:
+    """Split `nodes` over east and west (east gets the odd one); infer is half of east, at least 2.
+
+    `limits`: (cluster, account) -> GPU limit set by hand over the defaults (simulator.limits)."""
     if nodes < 2:
         raise ValueError(f"the fleet needs at least 2 nodes (one per cluster), got {nodes}")
     per = {"east": (nodes + 1) // 2, "west": nodes // 2}
@@ -127,7 +134,8 @@ def build_fleet(nodes: int) -> Fleet:
     for name in CLUSTER_NAMES:
         hosts = tuple(f"{name}-gpu-{i:0{width}d}" for i in range(1, per[name] + 1))
         infer = hosts[: min(len(hosts), max(2, len(hosts) // 2))] if name == "east" else ()
-        clusters.append(Cluster(name, hosts, infer))
+        mine = tuple(sorted((a, int(g)) for (c, a), g in (limits or {}).items() if c == name))
+        clusters.append(Cluster(name, hosts, infer, mine))
     return Fleet(tuple(clusters))
 
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 import functools
 import multiprocessing
 from collections import deque
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
 from concurrent.futures import Future, ProcessPoolExecutor
 from dataclasses import replace
 from datetime import date
@@ -129,15 +129,18 @@ def simulate(  # noqa: PLR0917 - the CLI's interface, positional as documented
     progress: Progress | None = None,
     *,
     slurm_extras: bool = True,
+    account_limits: Mapping[tuple[str, str], int] | None = None,
 ) -> Manifest:
     """Write a seeded fleet's history under `out_dir` in real formats; return (and write) the manifest.
 
     `slurm_extras`: also the pending-job snapshots and `sacct -P` dumps (simulator.write_slurm_extra),
     as a site keeping `squeue --json` and `sacct -P` next to its `sacct --json` dumps has them;
     False leaves them out (the JSON dumps and association snapshots alone).
+    `account_limits`: (cluster, account) -> GPU limit set by hand (simulator.limits); the same seed with
+    other limits is the same demand scheduled under them.
     """
     report: Progress = progress or (lambda _step, _done, _total: None)
-    fleet = build_fleet(nodes)
+    fleet = build_fleet(nodes, account_limits)
     plan = make_plan(fleet, start, days, seed)
     out_dir.mkdir(parents=True, exist_ok=True)
 

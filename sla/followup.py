@@ -15,14 +15,24 @@ Targets, read from the baseline month's SLA results:
 Verdict per target: `moved` when the value went the expected way by more than `min_change` of the
 baseline value, `not_moved` otherwise, `no_data` when either month has no value, the baseline month
 was not evaluated, no target can be found, or the change was rolled back before the review month ended.
+
+The replay's prediction against the measurement (`replay_checks`): for each applied plan, the teams and
+queues its items predicted an effect for (the teams of their `quota.effect.replay` effects, the queues
+of their `quota.evidence.missed` evidence, the queues of their cluster whose wait the plan's replay
+moves by more than a minute), the plan's replay (wait p95 observed before the change,
+replayed under the old limits, replayed under the plan) beside the review month's observed wait p95 in
+the same terms (records submitted in the month; the review month's own plan replay carries it). As
+predicted when the measurement lies within the calibration error (replay under the old limits minus
+observed) of the prediction, give or take a minute.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import json
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
-from typing import Literal
+from typing import Any, Literal
 
 import polars as pl
 
@@ -57,6 +67,8 @@ class AppliedChange:
     reason: str = ""
     expected_effect: str = ""
     rolled_back_at: datetime | None = None  # naive UTC; None while in force
+    evidence: str = ""
+    replay: tuple[Mapping[str, Any], ...] = ()  # the plan's replay rows (sla.results.PLAN_REPLAY)
 
     @property
     def direction(self) -> Direction | None:
@@ -202,3 +214,107 @@ def _float(value: object) -> float | None:
 
 def _str(value: object) -> str | None:
     return None if value is None else str(value)
+
+
+ReplayVerdict = Literal["as_predicted", "better", "worse", "no_value"]
+MIN_TOLERANCE_S = 60.0
+"""A measurement within a minute of the prediction is as predicted, whatever the calibration error."""
+
+
+@dataclass(frozen=True)
+class ReplayCheck:
+    """One team or queue an applied plan targeted: the replay's prediction and this month's measurement."""
+
+    plan_id: str
+    cluster: str
+    group: str  # team | queue
+    subject: str
+    observed_before: float | None  # wait p95 observed in the month the plan was made
+    replay_before: float | None  # ... replayed under the limits of then
+    predicted: float | None  # ... replayed under the plan
+    measured: float | None  # wait p95 observed in the review month
+
+    @property
+    def error(self) -> float | None:
+        """The calibration error: the replay under the old limits minus what was observed."""
+        if self.replay_before is None or self.observed_before is None:
+            return None
+        return self.replay_before - self.observed_before
+
+    @property
+    def gap(self) -> float | None:
+        return None if self.measured is None or self.predicted is None else self.measured - self.predicted
+
+    @property
+    def verdict(self) -> ReplayVerdict:
+        gap, error = self.gap, self.error
+        if gap is None or error is None:
+            return "no_value"
+        tolerance = max(abs(error), MIN_TOLERANCE_S)
+        if abs(gap) <= tolerance:
+            return "as_predicted"
+        return "better" if gap < 0 else "worse"
+
+
+def _params(text: str, key: str) -> list[dict[str, Any]]:
+    """The parameters of every stored plan message (reports.plan_text's JSON) with this key."""
+    try:
+        data = json.loads(text) if text else []
+    except ValueError:
+        return []
+    if not isinstance(data, list):
+        return []
+    found = []
+    for message in data:
+        if isinstance(message, dict) and message.get("key") == key:
+            params = message.get("params") or {}
+            found.append({k: v.get("t", v.get("q")) for k, v in params.items() if isinstance(v, dict)})
+    return found
+
+
+def replay_targets(change: AppliedChange) -> list[tuple[str, str, str]]:
+    """(cluster, group, subject) of the teams and queues a change's replay predicted an effect for: the
+    teams of its replay effects, the queues of its missed-objective evidence, and the queues of its
+    cluster whose wait p95 the plan's replay moves by more than a minute."""
+    found = [(str(p["cluster"]), "team", str(p["team"])) for p in _params(change.expected_effect, "quota.effect.replay")
+             if p.get("cluster") and p.get("team")]
+    found += [(str(p["queue"]).split("/", 1)[0], "queue", str(p["queue"]))
+              for p in _params(change.evidence, "quota.evidence.missed") if p.get("queue")]
+    for r in change.replay:
+        now, planned = r.get("current_p95_s"), r.get("plan_p95_s")
+        if (r.get("group") == "queue" and r.get("cluster") == change.cluster and isinstance(now, int | float)
+                and isinstance(planned, int | float) and abs(planned - now) > MIN_TOLERANCE_S):
+            found.append((str(r["cluster"]), "queue", str(r["subject"])))
+    return found
+
+
+def _p95(rows: Sequence[Mapping[str, Any]], key: tuple[str, str, str], column: str) -> float | None:
+    for r in rows:
+        if (r.get("cluster"), r.get("group"), r.get("subject")) == key:
+            value = r.get(column)
+            return float(value) if isinstance(value, int | float) else None
+    return None
+
+
+def replay_checks(
+    month: Month, changes: Sequence[AppliedChange], measured: pl.DataFrame, *, lookback_months: int = 1
+) -> tuple[ReplayCheck, ...]:
+    """The replay's prediction against `month`'s measurement for every team and queue the plans applied
+    in the month before targeted (changes rolled back before the month ended are left out); `measured`
+    is the review month's PLAN_REPLAY, whose observed columns are the month's waits in the replay's terms."""
+    rows = measured.to_dicts() if "observed_p95_s" in measured.columns else []
+    checks: dict[tuple[str, str, str, str], ReplayCheck] = {}
+    for change in due(changes, month, lookback_months=lookback_months):
+        if change.rolled_back_at is not None and _utc(change.rolled_back_at) < month.end:
+            continue
+        for key in replay_targets(change):
+            if (change.plan_id, *key) in checks:
+                continue
+            checks[(change.plan_id, *key)] = ReplayCheck(
+                change.plan_id, *key,
+                observed_before=_p95(change.replay, key, "observed_p95_s"),
+                replay_before=_p95(change.replay, key, "current_p95_s"),
+                predicted=_p95(change.replay, key, "plan_p95_s"),
+                measured=_p95(rows, key, "observed_p95_s"),
+            )
+    return tuple(checks[k] for k in sorted(checks))

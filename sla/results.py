@@ -75,6 +75,38 @@ QUOTA_PLAN_ITEMS = schema(
     }
 )
 
+PLAN_REPLAY = schema(
+    {
+        "cluster": pl.Utf8,
+        "group": pl.Utf8,  # team | queue
+        "subject": pl.Utf8,
+        "jobs": pl.Int64,
+        "observed_p50_s": pl.Float64,
+        "observed_p95_s": pl.Float64,
+        "observed_gpu_hours": pl.Float64,
+        "current_p50_s": pl.Float64,  # replay under the current limits (its gap to observed: calibration)
+        "current_p95_s": pl.Float64,
+        "current_gpu_hours": pl.Float64,
+        "plan_p50_s": pl.Float64,  # replay under the plan
+        "plan_p95_s": pl.Float64,
+        "plan_gpu_hours": pl.Float64,
+    }
+)
+"""A quota plan's replay per cluster, team and queue (quota.analysis.plan_replay), stored in its body."""
+
+PLAN_PROTECTED = schema(
+    {
+        "objective": pl.Utf8,  # inference_reserve | queue_wait | scenario_wait
+        "cluster": pl.Utf8,
+        "subject": pl.Utf8,
+        "current": pl.Float64,  # under the current limits (seconds, or records for queue_wait)
+        "plan": pl.Float64,  # under the plan
+        "threshold": pl.Float64,
+        "message": pl.Utf8,  # the stored catalogue message (reports.plan_text)
+    }
+)
+"""The protected objectives a plan's replay makes worse (quota.protected): approved only with an override."""
+
 USAGE = schema(
     {
         "cluster": pl.Utf8,

@@ -7,6 +7,7 @@ audit trail and the state can never disagree.
 
 from __future__ import annotations
 
+import json
 import uuid
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -34,10 +35,12 @@ CONTROL_ACTIONS = schema(
         "target": pl.Utf8,
         "until_ts": pl.Datetime("us"),
         "reason": pl.Utf8,
+        "override": pl.Utf8,  # plan.approve of a plan flagged by its replay: why it is approved anyway
     }
 )
 PLAN_DECISIONS = schema(
-    {"plan_id": pl.Utf8, "decision": pl.Utf8, "decided_by": pl.Utf8, "decided_at": pl.Datetime("us")}
+    {"plan_id": pl.Utf8, "decision": pl.Utf8, "decided_by": pl.Utf8, "decided_at": pl.Datetime("us"),
+     "override": pl.Utf8}
 )
 ALERT_STATES = schema(
     {
@@ -67,6 +70,7 @@ class ActionRecord:
     target: str
     until: datetime | None = None
     reason: str | None = None
+    override: str | None = None
 
 
 def _naive(moment: datetime) -> datetime:
@@ -90,12 +94,18 @@ def record(
     at: datetime,
     until: datetime | None = None,
     reason: str | None = None,
+    override: str | None = None,
 ) -> ActionRecord:
-    """Check the action against the warehouse, then store it. Raises ControlError when it cannot be taken."""
+    """Check the action against the warehouse, then store it. Raises ControlError when it cannot be taken.
+
+    `override`: the reason to approve a plan whose replay makes a protected objective worse (the plan
+    body's `protected` list); such a plan is refused without one, and only plan.approve takes one."""
     if action not in ACTIONS:
         raise ControlError(f"unknown action {action!r}", status=400)
     if not actor:
         raise ControlError("an action needs the caller's identity", status=400)
+    if override is not None and (action != "plan.approve" or not override.strip()):
+        raise ControlError("an override is a non-empty reason, and only a plan's approval takes one", status=400)
     con = wh.connection
     if action in ("plan.approve", "plan.reject"):
         if not scalar(con, "SELECT count(*) FROM quota_plans WHERE plan_id = ?", [target]):
@@ -108,6 +118,8 @@ def record(
         )
         if decided is not None:
             raise ControlError(f"plan {target!r} was already decided ({decided})", status=409)
+        if action == "plan.approve" and override is None:
+            _refuse_protected(con, target)
     elif action in ("alert.silence", "alert.acknowledge"):
         if not scalar(con, "SELECT count(*) FROM alerts WHERE fingerprint = ?", [target]):
             raise ControlError(f"no alert {target!r}", status=404)
@@ -117,13 +129,31 @@ def record(
         con, "SELECT count(*) FROM quarantined_files WHERE path = ?", [target]
     ):
         raise ControlError(f"no quarantined file at {target!r} (`gpusteward status` lists them)", status=404)
-    entry = ActionRecord(uuid.uuid4().hex, _naive(at), actor, action, target, _naive(until) if until else None, reason)
+    entry = ActionRecord(uuid.uuid4().hex, _naive(at), actor, action, target, _naive(until) if until else None, reason,
+                         override)
     run(
         con,
-        "INSERT INTO control_actions VALUES (?, ?, ?, ?, ?, ?, ?)",
-        [entry.action_id, entry.at, entry.actor, entry.action, entry.target, entry.until, entry.reason],
+        "INSERT INTO control_actions (action_id, acted_at, actor, action, target, until_ts, reason, override)"
+        " VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+        [entry.action_id, entry.at, entry.actor, entry.action, entry.target, entry.until, entry.reason,
+         entry.override],
     )
     return entry
+
+
+def _refuse_protected(con: duckdb.DuckDBPyConnection, plan_id: str) -> None:
+    """A plan whose replay makes protected objectives worse is approved only with an override."""
+    body = scalar(con, "SELECT body FROM quota_plans WHERE plan_id = ?", [plan_id])
+    flags = (json.loads(body) if body else {}).get("protected") or []
+    if not flags:
+        return
+    worse = "; ".join(str(f.get("summary") or f.get("objective")) for f in flags)
+    raise ControlError(
+        f"plan {plan_id!r} makes {len(flags)} protected objective(s) worse in its replay ({worse}); "
+        "approve it only with an override that says why: `gpusteward quota approve PLAN --override \"reason\"`, "
+        "or {\"override\": \"reason\"} in the API call",
+        status=409,
+    )
 
 
 def actions(wh: Warehouse) -> pl.DataFrame:
@@ -135,7 +165,7 @@ def plan_decisions(wh: Warehouse) -> pl.DataFrame:
     """The decision on each decided plan (approved | rejected), who took it and when."""
     sql = """
     SELECT target AS plan_id, CASE action WHEN 'plan.approve' THEN 'approved' ELSE 'rejected' END AS decision,
-           actor AS decided_by, acted_at AS decided_at
+           actor AS decided_by, acted_at AS decided_at, override
     FROM control_actions WHERE action IN ('plan.approve', 'plan.reject')
     QUALIFY row_number() OVER (PARTITION BY target ORDER BY acted_at DESC, action_id) = 1
     ORDER BY plan_id

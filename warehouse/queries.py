@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from dataclasses import replace
 from datetime import datetime, timedelta
 from typing import Any
@@ -16,7 +17,7 @@ from gpusteward.tables import schema
 from sla import results
 from sla.common import window_of
 from sla.inputs import GPU_INVENTORY, EvaluationInputs
-from sla.outputs import MonthOutputs
+from sla.outputs import MonthOutputs, plan_protected_frame, plan_replay_frame
 from warehouse.daily import month_accounts, month_arrays, month_daily_usage, month_failures
 from warehouse.ledger import month_gpu_states, month_ledger
 from warehouse.minute_chunks import CHUNK_ROWS, month_digest
@@ -224,7 +225,7 @@ def _month_frame(con: duckdb.DuckDBPyConnection, table: str, month: Month, schem
 
 def month_outputs(con: duckdb.DuckDBPyConnection, month: Month) -> MonthOutputs:
     plan_row = run(
-        con, "SELECT plan_id FROM quota_plans WHERE month = ? ORDER BY created_at DESC LIMIT 1", [str(month)]
+        con, "SELECT plan_id, body FROM quota_plans WHERE month = ? ORDER BY created_at DESC LIMIT 1", [str(month)]
     )
     plan_items = (
         _frame(con, "SELECT * FROM quota_plan_items WHERE plan_id = ?", [plan_row[0][0]], results.QUOTA_PLAN_ITEMS)
@@ -246,7 +247,17 @@ def month_outputs(con: duckdb.DuckDBPyConnection, month: Month) -> MonthOutputs:
         failures=month_failures(con, month),
         arrays=month_arrays(con, month),
         accounts=month_accounts(con, month),
+        plan_replay=plan_replay_frame(replay_rows(plan_row[0][1]) if plan_row else ()),
+        plan_protected=plan_protected_frame(replay_rows(plan_row[0][1], "protected") if plan_row else ()),
     )
+
+
+def replay_rows(body: str | None, part: str = "replay") -> list[dict[str, Any]]:
+    """The `replay` rows (or another list, `protected`) of a stored plan's body; none in a plan stored
+    before plans had them."""
+    data = json.loads(body) if body else {}
+    rows = data.get(part) if isinstance(data, dict) else None
+    return [r for r in rows if isinstance(r, dict)] if isinstance(rows, list) else []
 
 
 def output_months(con: duckdb.DuckDBPyConnection) -> list[str]:

@@ -27,6 +27,7 @@ class Decision:
     decision: Literal["approved", "rejected"]
     decided_by: str
     decided_at: datetime
+    override: str | None = None  # why a plan flagged by its replay was approved anyway
 
 
 @dataclass(frozen=True)
@@ -81,7 +82,7 @@ def decision(wh: Warehouse, plan_id: str) -> Decision | None:
     if rows.height == 0:
         return None
     r = rows.row(0, named=True)
-    return Decision(r["plan_id"], r["decision"], r["decided_by"], r["decided_at"])
+    return Decision(r["plan_id"], r["decision"], r["decided_by"], r["decided_at"], r.get("override"))
 
 
 def record_apply(wh: Warehouse, record: ApplyRecord) -> None:
@@ -193,7 +194,9 @@ def applied_changes(wh: Warehouse) -> list[AppliedChange]:
         by_plan.setdefault(r.plan_id, []).append(r)
     found: list[AppliedChange] = []
     for plan_id, history in by_plan.items():
-        items = (plan_body(wh, plan_id) or {}).get("items") or []
+        body = plan_body(wh, plan_id) or {}
+        items = body.get("items") or []
+        replay = tuple(r for r in body.get("replay") or () if isinstance(r, dict))
         for n, r in enumerate(history):
             if r.action != "apply" or r.result != "applied":
                 continue
@@ -211,6 +214,7 @@ def applied_changes(wh: Warehouse) -> list[AppliedChange]:
                     team=item.get("team"), before=c.before, after=c.after, applied_at=r.finished_at,
                     applied_by=r.actor, approved_by=r.approved_by, reason=str(item.get("reason") or ""),
                     expected_effect=str(item.get("expected_effect") or ""), rolled_back_at=undone,
+                    evidence=str(item.get("evidence") or ""), replay=replay,
                 ))
     return sorted(found, key=lambda a: (a.applied_at, a.plan_id, a.cluster or "", a.kind, a.name))
 

@@ -45,7 +45,7 @@ import polars as pl
 from gpusteward import tables
 from gpusteward.domain import Month
 from sla import results
-from sla.outputs import MonthOutputs
+from sla.outputs import MonthOutputs, plan_protected_frame, plan_replay_frame
 from warehouse import control, queries
 from warehouse.store import Warehouse
 
@@ -65,7 +65,8 @@ MONTH_TABLES: dict[str, pl.Schema] = {
     "alerts": queries.ALERTS,
 }
 PLANS = tables.schema(
-    dict(queries.PLANS) | {"decision": pl.Utf8, "decided_by": pl.Utf8, "decided_at": pl.Datetime("us")}
+    dict(queries.PLANS)
+    | {"decision": pl.Utf8, "decided_by": pl.Utf8, "decided_at": pl.Datetime("us"), "override": pl.Utf8}
 )
 WHOLE_TABLES: dict[str, pl.Schema] = {
     "quota_plans": PLANS,
@@ -106,7 +107,14 @@ class ReadModel:
             completeness=self._month("completeness", month),
             plan_items=self._month("quota_plan_items", month),
             arrays=self._month("month_arrays", month),
+            plan_replay=plan_replay_frame(self._plan_part(month, "replay")),
+            plan_protected=plan_protected_frame(self._plan_part(month, "protected")),
         )
+
+    def _plan_part(self, month: Month, part: str) -> list[dict[str, Any]]:
+        """The replay rows (or protected objectives) of the month's latest plan, from its stored body."""
+        plans = self.plans(month).sort("created_at")
+        return queries.replay_rows(plans["body"][-1], part) if plans.height else []
 
     def status(self) -> dict[str, Any]:
         return dict(self.status_info)

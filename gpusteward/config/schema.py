@@ -144,6 +144,14 @@ class QuotaConfig:
     business_hours: str = opt("09:00-21:00", "local business hours (HH:MM-HH:MM); a right-sizing cut keeps their peak")
     headroom_gpus: int = opt(2, "GPUs above the business-hours peak a right-sizing cut keeps")
     min_gain: float = opt(0.10, "smallest relative fall of a wait p95 the replay must show for a change to be proposed")
+    max_oversubscription: float = opt(
+        1.0, "a plan's raises never take a cluster's limits past this multiple of its guaranteed GPUs (nor past"
+        " their current sum where that is already higher)",
+    )
+    protected_scenarios: list[Scenario] = opt(
+        [Scenario.ONLINE_INFERENCE, Scenario.INTERACTIVE],
+        "scenarios whose replayed wait p95 a plan may not lengthen without an override at approval",
+    )
 
 
 @dataclass(frozen=True)

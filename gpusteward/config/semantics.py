@@ -207,6 +207,10 @@ def _reports_and_quota(config: Config) -> list[str]:
         problems.append(f"reports.schedule: {schedule_problem}")
     if not 0.0 < config.quota.max_step <= 1.0:
         problems.append(f"quota.max_step: expected a fraction in (0, 1], got {config.quota.max_step}")
+    if not config.quota.max_oversubscription > 0.0:
+        problems.append(
+            f"quota.max_oversubscription: expected a positive multiple of the guaranteed GPUs (1.0: none beyond"
+            f" today's), got {config.quota.max_oversubscription}")
     return problems
 
 

@@ -14,7 +14,7 @@ from gpusteward.config import load_config_text
 from gpusteward.config.schema import Config
 from gpusteward.tables import QUOTA_SNAPSHOTS
 from quota.analysis import MonthAnalysis, analyse, latest_quotas
-from quota.recommender import recommend
+from quota.recommender import MIN_GAIN_S, recommend
 from reports.locale import Formatter
 from reports.plan_text import render
 from sla.common import classified_jobs, window_of
@@ -170,7 +170,8 @@ def test_latest_snapshot_counts() -> None:
 @st.composite
 def months(draw: st.DrawFn) -> tuple[Config, list[dict[str, Any]], dict[str, int | None]]:
     gpus = draw(st.integers(4, 16))
-    cfg = _config(gpus)
+    ratio = draw(st.sampled_from([0.5, 1.0, 1.25, 2.0]))
+    cfg = _config(gpus, f"\n[quota]\nmax_oversubscription = {ratio}\n")
     jobs = []
     for n in range(draw(st.integers(1, 14))):
         submit = draw(st.integers(0, 3 * DAY))
@@ -195,7 +196,9 @@ def test_plan_invariants(case: tuple[Config, list[dict[str, Any]], dict[str, int
     proposed = {r["name"]: r["proposed_gpus"] for r in changes.iter_rows(named=True)}
     current = {k: v for k, v in limits.items() if v is not None}
     after = sum(proposed.get(k, v) for k, v in current.items())
-    assert after <= max(cfg.clusters[0].gpus, sum(current.values()))  # never past capacity or a bigger oversubscription
+    # never past the configured oversubscription, nor past the limits' sum where that is already higher
+    allowed = math.floor(analysis.guaranteed["east"] * cfg.quota.max_oversubscription + 1e-9)
+    assert after <= max(allowed, sum(current.values()))
     binding = {r["account"]: r for r in analysis.binding.iter_rows(named=True)}
     for r in changes.iter_rows(named=True):
         step = max(1, math.floor(r["current_gpus"] * cfg.quota.max_step + 1e-9))
@@ -206,4 +209,26 @@ def test_plan_invariants(case: tuple[Config, list[dict[str, Any]], dict[str, int
             floor = math.ceil(binding[r["name"]]["business_peak_gpus"] - 1e-9) + cfg.quota.headroom_gpus
             assert r["proposed_gpus"] >= min(floor, r["current_gpus"])
         else:  # no raise or fairness cut without a replayed effect
-            assert "quota.effect.replay" in _keys(r["expected_effect"])
+            _assert_replayed_gain(analysis, cfg, r, proposed, limits)
+
+
+def _effects(text: str) -> dict[str, dict[str, Any]]:
+    """The replay effects of a plan item, by team: their parameters' values."""
+    return {m["params"]["team"]["t"]: {k: v.get("q", v.get("t")) for k, v in m["params"].items()}
+            for m in json.loads(text) if m["key"] == "quota.effect.replay"}
+
+
+def _assert_replayed_gain(analysis: MonthAnalysis, cfg: Config, item: dict[str, Any], proposed: dict[str, int],
+                          limits: dict[str, int | None]) -> None:
+    """A raise shortens its own team's replayed wait p95, a fairness cut another team's, by at least
+    quota.min_gain of it and a minute; alone on its cluster, the effect is what the replay gives."""
+    effects = _effects(item["expected_effect"])
+    targets = [item["team"]] if _keys(item["reason"]) == ["quota.reason.raise"] else [
+        t for t in effects if t != item["team"]]
+    gains = [effects[t]["p95_before"] - effects[t]["p95_after"]
+             >= max(MIN_GAIN_S, cfg.quota.min_gain * effects[t]["p95_before"]) - 1e-6 for t in targets if t in effects]
+    assert any(gains), item
+    if len(proposed) == 1:
+        mine = {("east", a): v for a, v in limits.items()} | {("east", item["name"]): item["proposed_gpus"]}
+        replayed = analysis.replay_with(mine).filter((pl.col("group") == "team") & (pl.col("subject") == targets[0]))
+        assert replayed["wait_p95_s"][0] == effects[targets[0]]["p95_after"]

@@ -18,7 +18,7 @@ _SEPARATORS = re.compile(r"^[\s,;:()\"'*]*$")
 ALWAYS_ALLOWED = frozenset({
     "GPU", "GPUs", "QOS", "DCGM", "UTC", "SLA", "SLO", "KV", "Slurm", "Kueue", "PDF", "HTML", "CJK",
     "COMPLETED", "FAILED", "CANCELLED", "TIMEOUT", "NODE_FAIL", "PREEMPTED", "REQUEUED", "OUT_OF_MEMORY",
-    "p50", "p95", "p99", "req", "s", "h", "m", "d", "n", "a",
+    "p50", "p95", "p99", "req", "s", "h", "m", "d", "n", "a", "gpusteward",
 })
 """Names and units a Chinese text writes in Latin letters."""
 

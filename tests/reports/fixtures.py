@@ -16,6 +16,8 @@ from gpusteward import evidence as ev
 from gpusteward.config.schema import Config, InferenceReserveLine, ProtectionConfig, TeamConfig
 from gpusteward.config.texts import LocalText
 from gpusteward.domain import Month
+from reports.model import Cell, Message, Quantity, Text
+from reports.plan_text import encode
 from sla.outputs import MonthOutputs
 from sla.results import (
     BREACH_EPISODES,
@@ -23,6 +25,8 @@ from sla.results import (
     DAILY_USAGE,
     FAILURES,
     IDLE_BY_JOB,
+    PLAN_PROTECTED,
+    PLAN_REPLAY,
     QUOTA_PLAN_ITEMS,
     SLA_RESULTS,
     USAGE,
@@ -135,12 +139,36 @@ _EPISODES: list[tuple[Any, ...]] = [
      _held(("20011", 6, datetime(2026, 11, 21, 13)))),
 ]
 
+def _m(key: str, **params: str | float | tuple[float | None, str]) -> Message:
+    """A stored plan message: text params verbatim, (value, kind) params as quantities."""
+    cells: list[tuple[str, Cell]] = []
+    for name, value in params.items():
+        cells.append((name, Quantity(value[0], value[1]) if isinstance(value, tuple) else Text(str(value))))  # type: ignore[arg-type]
+    return Message(key, tuple(cells))
+
+
 _PLAN: list[tuple[Any, ...]] = [
     ("plan-2026-11-a", "east", "account", "vision", "vision", 16, 12,
-     "used 1.62x its entitled share while west/eval starved", "usage team=vision; sla west/eval p95",
-     "frees 4 GPUs for evaluation at peak"),
-    ("plan-2026-11-a", "west", "qos", "eval", "nlp", None, 20,
-     "evaluation queue p95 5h30m against 1h", "sla west/eval p95", "caps the eval QOS at 20 GPUs"),
+     encode([_m("quota.reason.fairness", team="vision", cluster="east", multiple=(1.62, "multiple"))]),
+     encode([_m("quota.evidence.contended", team="vision", cluster="east", contended=(310.0, "gpu_hours"),
+                borrowed=(120.0, "gpu_hours"), entitled=(4.8, "gpus"), objective=(1.2, "multiple")),
+             _m("quota.evidence.change", current=(16, "gpus"), proposed=(12, "gpus"))]),
+     encode([_m("quota.effect.replay", team="nlp", cluster="east", p95_before=(5400.0, "duration"),
+                p95_after=(3900.0, "duration"), p50_before=(1800.0, "duration"), p50_after=(1500.0, "duration"),
+                hours_before=(2400.0, "gpu_hours"), hours_after=(2480.0, "gpu_hours"),
+                observed=(5200.0, "duration"), error=(200.0, "duration"))])),
+    ("plan-2026-11-a", "west", "advice", "west/eval", "nlp", None, None,
+     encode([_m("quota.advice.priority", queue="west/eval", cluster="west")]),
+     encode([_m("quota.evidence.missed", queue="west/eval", indicator="queue_wait_p95", value=(19800.0, "duration"),
+                objective=(3600.0, "duration"))]),
+     encode([])),
+]
+
+# cluster, group, subject, jobs, observed p50/p95/GPU-h, replay under current limits, replay under the plan
+_REPLAY: list[tuple[Any, ...]] = [
+    ("east", "team", "nlp", 412, 1800.0, 5200.0, 2400.0, 1800.0, 5400.0, 2400.0, 1500.0, 3900.0, 2480.0),
+    ("east", "team", "vision", 120, 600.0, 1200.0, 1900.0, 700.0, 1300.0, 1890.0, 900.0, 2100.0, 1810.0),
+    ("east", "queue", "east/train", 412, 1800.0, 5400.0, 4300.0, 1800.0, 5600.0, 4290.0, 1500.0, 4100.0, 4290.0),
 ]
 
 
@@ -151,6 +179,13 @@ _FAILURES: list[tuple[Any, ...]] = [
     ("training", "nlp", "east/train", "llm-7b", "FAILED", 3, "out_of_memory"),
     ("evaluation", "nlp", "west/eval", "eval-mmlu", "FAILED", 2, "aborted"),
     ("interactive", "research", "west/notebooks", "jupyter", "NODE_FAIL", 1, "node_failure"),
+]
+
+# The plan's replay lengthens the notebooks' wait on east: it needs an override to be approved.
+_PROTECTED: list[tuple[Any, ...]] = [
+    ("scenario_wait", "east", "interactive", 240.0, 1500.0, None,
+     encode([_m("quota.protected.scenario_wait", scenario="interactive", cluster="east", current=(240.0, "duration"),
+                plan=(1500.0, "duration"))])),
 ]
 
 
@@ -202,6 +237,8 @@ def demo_outputs() -> MonthOutputs:
         usage=pl.DataFrame(_USAGE, schema=USAGE, orient="row"),
         completeness=pl.DataFrame(_COMPLETENESS, schema=COMPLETENESS, orient="row"),
         plan_items=pl.DataFrame(_PLAN, schema=QUOTA_PLAN_ITEMS, orient="row"),
+        plan_replay=pl.DataFrame(_REPLAY, schema=PLAN_REPLAY, orient="row"),
+        plan_protected=pl.DataFrame(_PROTECTED, schema=PLAN_PROTECTED, orient="row"),
         daily_usage=_daily(),
         failures=pl.DataFrame(_FAILURES, schema=FAILURES, orient="row"),
     )

@@ -15,7 +15,7 @@ from gpusteward.config import load_config
 from service.cli import cli
 from tests.real import require_binary
 from tests.reports.english import english_sentences
-from tests.reports.test_chinese_only import names_of, without_quota_section
+from tests.reports.test_chinese_only import names_of
 from tests.reports.test_no_cjk_font import fonts_of_chinese_text
 
 
@@ -81,10 +81,9 @@ def test_every_chinese_run_of_the_zh_pdf_is_set_in_a_cjk_font(demo_dir: Path) ->
 
 
 def test_the_chinese_review_has_no_english_sentence(demo_dir: Path) -> None:
-    """The demo's zh review, footnotes included; the quota section is left out for the reason
-    tests/reports/test_chinese_only.py gives."""
+    """The demo's zh review, footnotes and quota section included."""
     config = load_config(demo_dir / "gpusteward.toml")
-    review = without_quota_section((demo_dir / "reports" / "review-2026-10.zh.md").read_text(encoding="utf-8"))
+    review = (demo_dir / "reports" / "review-2026-10.zh.md").read_text(encoding="utf-8")
     assert english_sentences(review, names_of(config)) == []
 
 
