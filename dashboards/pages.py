@@ -152,9 +152,11 @@ def plans(view: View) -> None:
     if not _can_act(view):
         return
     reason = st.text_input(tx("control.reason"), key="plan_reason")
+    override = st.text_input(tx("plans.override"), key="plan_override")
     left, right = st.columns(2)
     if left.button(tx("plans.approve"), key="approve", type="primary"):
-        _report(view, *_post(view, f"/api/v1/plans/{chosen}/approve", {"reason": reason or None}))
+        body = {"reason": reason or None, **({"override": override} if override else {})}
+        _report(view, *_post(view, f"/api/v1/plans/{chosen}/approve", body))
     if right.button(tx("plans.reject"), key="reject"):
         _report(view, *_post(view, f"/api/v1/plans/{chosen}/reject", {"reason": reason or None}))
 

@@ -29,7 +29,7 @@ def _run(script: str, **state: object) -> AppTest:
         ("en", ["GPU pool overview: November 2026", "Data as of 2026-12-01 00:59 UTC", "GPU-hours by scenario",
                 "Idle GPU-hours by team", "west/eval", "chat-70b", "Vision", "Data completeness", "2h 15m ago"],
          {"Allocated GPU-hours": "15,933 GPU-hours", "Firing alerts": "1", "SLA results missed": "4 of 10",
-          "Idle GPU-hours": "268 GPU-hours", "GPU telemetry complete": "99.5%", "Pool allocated": "34.6%"}),
+          "Idle GPU-hours": "273 GPU-hours", "GPU telemetry complete": "99.5%", "Pool allocated": "34.6%"}),
         ("zh", ["GPU 资源池概览：2026年11月", "数据截至 2026年12月01日 00:59 UTC", "各场景 GPU 小时",
                 "各团队闲置 GPU 小时", "west/eval", "数据完整性", "2小时15分前"],
          {"已分配 GPU 小时": "15,933 GPU 小时", "正在触发的告警": "1", "未达标的 SLA 结果": "10 项中 4 项"}),

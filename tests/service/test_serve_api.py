@@ -47,7 +47,12 @@ def test_a_request_without_a_valid_token_is_refused(served: ServedDay) -> None:
 def test_approving_a_plan_is_audited_and_published(served: ServedDay, caplog: pytest.LogCaptureFixture) -> None:
     caplog.set_level(logging.DEBUG)
     plan = _plan_id(served)
+    # The served day's plan makes a protected objective worse in its replay: refused without an override.
     status, body = post(served, f"/api/v1/plans/{plan}/approve", {"reason": "capacity review 10-03"})
+    assert status == 409, body
+    assert "override" in body["error"]
+    status, body = post(served, f"/api/v1/plans/{plan}/approve",
+                        {"reason": "capacity review 10-03", "override": "eval waits accepted"})
     assert status == 200, body
     assert body["actor"] == "alice"
     model = load_read_model(served.root / "readmodel")

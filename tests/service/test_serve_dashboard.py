@@ -49,6 +49,11 @@ def test_the_approve_button_approves_through_the_api(own_served: ServedDay) -> N
     assert not at.exception, [e.value for e in at.exception]
     at.selectbox(key="plan_choice").set_value(plan_id).run()
     at.text_input(key="plan_reason").set_value("fits the Q4 budget").run()
+    # The served day's plan makes a protected objective worse in its replay: refused without an override.
+    at.button(key="approve").click().run()
+    assert "409" in at.warning[0].body
+    assert "override" in at.warning[0].body
+    at.text_input(key="plan_override").set_value("eval waits accepted for Q4").run()
     at.button(key="approve").click().run()
     assert not at.exception, [e.value for e in at.exception]
     assert at.success, [w.body for w in at.warning]
