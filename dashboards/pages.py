@@ -155,7 +155,7 @@ def plans(view: View) -> None:
     override = st.text_input(tx("plans.override"), key="plan_override")
     left, right = st.columns(2)
     if left.button(tx("plans.approve"), key="approve", type="primary"):
-        body = {"reason": reason or None, **({"override": override} if override else {})}
+        body: dict[str, object] = {"reason": reason or None, **({"override": override} if override else {})}
         _report(view, *_post(view, f"/api/v1/plans/{chosen}/approve", body))
     if right.button(tx("plans.reject"), key="reject"):
         _report(view, *_post(view, f"/api/v1/plans/{chosen}/reject", {"reason": reason or None}))
