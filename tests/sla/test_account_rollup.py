@@ -4,6 +4,7 @@ runs 4 GPUs and nlp 4, and a further vision job pends on AssocGrpGRES because re
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from datetime import datetime, timedelta
 from pathlib import Path
@@ -14,8 +15,7 @@ from collectors.sacctmgr import read_assoc_tree
 from collectors.slurm import shapes
 from gpusteward.domain import Month
 from sla.account_rollup import account_rollup
-from sla.outputs import MonthOutputs
-from sla.results import BREACH_EPISODES, COMPLETENESS, IDLE_BY_JOB, QUOTA_PLAN_ITEMS, SLA_RESULTS, USAGE
+from tests.reports.fixtures import empty_outputs
 from warehouse import open_warehouse
 
 DATA = Path(__file__).parents[1] / "data" / "slurm-22.05-nested"
@@ -70,16 +70,7 @@ def test_no_tree_no_rows_and_no_usage_snapshot_is_no_data() -> None:
 def test_the_warehouse_stores_and_reads_back_the_rollup(tmp_path: Path) -> None:
     month = Month(2026, 12)
     accounts = account_rollup(*snapshot(TS))
-    outputs = MonthOutputs(
-        month,
-        results=pl.DataFrame(schema=SLA_RESULTS),
-        idle=pl.DataFrame(schema=IDLE_BY_JOB),
-        episodes=pl.DataFrame(schema=BREACH_EPISODES),
-        usage=pl.DataFrame(schema=USAGE),
-        completeness=pl.DataFrame(schema=COMPLETENESS),
-        plan_items=pl.DataFrame(schema=QUOTA_PLAN_ITEMS),
-        accounts=accounts,
-    )
+    outputs = dataclasses.replace(empty_outputs(), month=month, accounts=accounts)
     with open_warehouse(tmp_path / "wh.duckdb") as wh:
         wh.store_month_outputs(outputs)
         wh.store_month_outputs(outputs)
