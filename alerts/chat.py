@@ -27,9 +27,10 @@ from urllib.parse import quote_plus
 import httpx
 
 from alerts.http import post, redact
-from alerts.model import Alert, rfc3339
+from alerts.model import Alert
 from gpusteward.clock import Clock, SystemClock
 from gpusteward.errors import PermanentError, TransientError
+from reports.locale import Formatter, Lang
 
 MAX_ALERTS = 20  # per message; the rest is counted, so a long list never breaks a bot's size limit
 
@@ -41,62 +42,75 @@ def title(alerts: Sequence[Alert]) -> str:
     return f"[{state}] {', '.join(names)}"
 
 
-def _lines(alert: Alert) -> list[tuple[str, str]]:
-    """(label, text) pairs describing one alert; empty texts are left out."""
-    when = rfc3339(alert.starts_at) + ("" if alert.ends_at is None else f" to {rfc3339(alert.ends_at)}")
+def _annotation(alert: Alert, key: str, lang: Lang) -> str:
+    """An annotation in `lang` (`summary_zh`, ...), else its default text."""
+    return alert.annotations.get(f"{key}_{lang}") or alert.annotations.get(key, "")
+
+
+def _lines(alert: Alert, fmt: Formatter) -> list[tuple[str, str]]:
+    """(label, text) pairs describing one alert in the formatter's language; empty texts are left out."""
+    if alert.ends_at is None:
+        when = fmt.t("chat.window.open", start=fmt.moment(alert.starts_at), zone=fmt.zone)
+    else:
+        when = fmt.t("chat.window.closed", start=fmt.moment(alert.starts_at), end=fmt.moment(alert.ends_at),
+                     zone=fmt.zone)
+    severity = alert.labels.get("severity", "")
+    status = fmt.term("chat.state", alert.status) + (f" {fmt.term('chat.severity', severity)}" if severity else "")
     pairs = [
-        ("status", f"{alert.status} {alert.labels.get('severity', '')}".strip()),
-        ("summary", alert.annotations.get("summary", "")),
-        ("when", when),
-        ("evidence", alert.annotations.get("evidence", "")),
-        ("fallback", alert.annotations.get("fallback", "")),
+        (fmt.t("chat.label.status"), status),
+        (fmt.t("chat.label.summary"), _annotation(alert, "summary", fmt.lang)),
+        (fmt.t("chat.label.when"), when),
+        (fmt.t("chat.label.evidence"), _annotation(alert, "evidence", fmt.lang)),
+        (fmt.t("chat.label.fallback"), _annotation(alert, "fallback", fmt.lang)),
     ]
     return [(k, v) for k, v in pairs if v]
 
 
-def _shown(alerts: Sequence[Alert]) -> tuple[Sequence[Alert], str]:
+def _shown(alerts: Sequence[Alert], fmt: Formatter) -> tuple[Sequence[Alert], str]:
     extra = len(alerts) - MAX_ALERTS
-    return alerts[:MAX_ALERTS], (f"... and {extra} more" if extra > 0 else "")
+    return alerts[:MAX_ALERTS], (fmt.t("chat.more", count=extra) if extra > 0 else "")
 
 
-def markdown(alerts: Sequence[Alert], *, heading: str = "### ") -> str:
-    shown, more = _shown(alerts)
+def markdown(alerts: Sequence[Alert], fmt: Formatter, *, heading: str = "### ") -> str:
+    shown, more = _shown(alerts, fmt)
     parts = [f"{heading}{title(alerts)}"]
     for alert in shown:
-        parts.append("\n".join(f"**{k}**: {v}" for k, v in _lines(alert)))
+        parts.append("\n".join(f"**{k}**: {v}" for k, v in _lines(alert, fmt)))
     if more:
         parts.append(more)
     return "\n\n".join(parts)
 
 
-def slack_body(alerts: Sequence[Alert]) -> dict[str, Any]:
-    shown, more = _shown(alerts)
+def slack_body(alerts: Sequence[Alert], fmt: Formatter) -> dict[str, Any]:
+    shown, more = _shown(alerts, fmt)
     blocks: list[dict[str, Any]] = [{"type": "header", "text": {"type": "plain_text", "text": title(alerts)[:150]}}]
     for alert in shown:
-        text = "\n".join(f"*{k}*: {v}" for k, v in _lines(alert))
+        text = "\n".join(f"*{k}*: {v}" for k, v in _lines(alert, fmt))
         blocks.append({"type": "section", "text": {"type": "mrkdwn", "text": text[:3000]}})
     if more:
         blocks.append({"type": "context", "elements": [{"type": "mrkdwn", "text": more}]})
     return {"text": title(alerts), "blocks": blocks}
 
 
-def feishu_body(alerts: Sequence[Alert]) -> dict[str, Any]:
-    shown, more = _shown(alerts)
+def feishu_body(alerts: Sequence[Alert], fmt: Formatter) -> dict[str, Any]:
+    shown, more = _shown(alerts, fmt)
     content: list[list[dict[str, str]]] = []
     for alert in shown:
-        content.extend([[{"tag": "text", "text": f"{k}: {v}"}] for k, v in _lines(alert)])
+        content.extend([[{"tag": "text", "text": f"{k}: {v}"}] for k, v in _lines(alert, fmt)])
         content.append([{"tag": "text", "text": ""}])
     if more:
         content.append([{"tag": "text", "text": more}])
-    return {"msg_type": "post", "content": {"post": {"en_us": {"title": title(alerts), "content": content}}}}
+    # Feishu's post content is keyed by locale: zh_cn shows to Chinese clients, en_us to the rest.
+    locale = "zh_cn" if fmt.lang == "zh" else "en_us"
+    return {"msg_type": "post", "content": {"post": {locale: {"title": title(alerts), "content": content}}}}
 
 
-def dingtalk_body(alerts: Sequence[Alert]) -> dict[str, Any]:
-    return {"msgtype": "markdown", "markdown": {"title": title(alerts), "text": markdown(alerts)}}
+def dingtalk_body(alerts: Sequence[Alert], fmt: Formatter) -> dict[str, Any]:
+    return {"msgtype": "markdown", "markdown": {"title": title(alerts), "text": markdown(alerts, fmt)}}
 
 
-def wecom_body(alerts: Sequence[Alert]) -> dict[str, Any]:
-    return {"msgtype": "markdown", "markdown": {"content": markdown(alerts)[:4000]}}
+def wecom_body(alerts: Sequence[Alert], fmt: Formatter) -> dict[str, Any]:
+    return {"msgtype": "markdown", "markdown": {"content": markdown(alerts, fmt)[:4000]}}
 
 
 def feishu_sign(secret: str, timestamp_s: int) -> str:
@@ -115,7 +129,7 @@ class Flavour:
     """What differs between chat bots: the body, how a secret signs it, and how they answer."""
 
     kind: str
-    body: Callable[[Sequence[Alert]], dict[str, Any]]
+    body: Callable[[Sequence[Alert], Formatter], dict[str, Any]]
     code_field: str | None  # JSON field of the answer holding the error code (0: ok)
     retry_codes: frozenset[int] = frozenset()
 
@@ -135,6 +149,8 @@ class ChatNotifier:
         flavour: Flavour,
         *,
         secret: str | None = None,
+        lang: Lang = "en",
+        zone: str = "UTC",
         timeout_s: float = 10.0,
         clock: Clock | None = None,
         transport: httpx.BaseTransport | None = None,
@@ -145,6 +161,7 @@ class ChatNotifier:
         self._url = url
         self._flavour = flavour
         self._secret = secret
+        self._fmt = Formatter(lang, zone=zone)
         self._timeout_s = timeout_s
         self._clock: Clock = clock or SystemClock()
         self._transport = transport
@@ -158,7 +175,7 @@ class ChatNotifier:
 
     def request(self, alerts: Sequence[Alert]) -> tuple[str, bytes]:
         """The URL and the exact body bytes one message is sent as (signed when there is a secret)."""
-        body = self._flavour.body(alerts)
+        body = self._flavour.body(alerts, self._fmt)
         url = self._url
         if self._secret is not None:
             now = self._clock.now()

@@ -106,11 +106,12 @@ def _alertmanager(receiver: ReceiverConfig, _config: Config, env: Mapping[str, s
     return AlertmanagerNotifier(receiver.name, url, token=token, timeout_s=receiver.timeout.total_seconds())
 
 
-def _chat(receiver: ReceiverConfig, _config: Config, env: Mapping[str, str]) -> Notifier:
+def _chat(receiver: ReceiverConfig, config: Config, env: Mapping[str, str]) -> Notifier:
     url = _url(receiver, env)
     secret = _secret(receiver, env, "signing secret")
     flavour = FLAVOURS[receiver.kind]
-    return ChatNotifier(receiver.name, url, flavour, secret=secret, timeout_s=receiver.timeout.total_seconds())
+    return ChatNotifier(receiver.name, url, flavour, secret=secret, lang=receiver.language, zone=config.timezone,
+                        timeout_s=receiver.timeout.total_seconds())
 
 
 def default_notifiers() -> NotifierRegistry:

@@ -127,7 +127,8 @@ def import_cmd(
 def status(config_path: str | None, db_path: str | None, as_json: bool) -> None:
     """Tables, row counts, time coverage and completeness of the warehouse."""
     from reports.data_text import evidence_text
-    from reports.locale import Formatter
+    from reports.locale import Formatter, load_catalogue
+    from service.demo import demo_language
     from warehouse import open_warehouse
 
     config = load(config_path)
@@ -139,18 +140,20 @@ def status(config_path: str | None, db_path: str | None, as_json: bool) -> None:
     for name, entry in info["tables"].items():
         span = f"  {entry.get('min_ts')} .. {entry.get('max_ts')}" if entry.get("min_ts") else ""
         click.echo(f"{name:20s} {entry['rows']:>12,}{span}")
-    fmt = Formatter("en", zone=config.timezone)
+    lang = demo_language()
+    fmt = Formatter(lang, zone=config.timezone)  # type: ignore[arg-type]
+    t = load_catalogue(lang, "service")
     for row in info["completeness"]:
-        pct = "n/a" if row["completeness"] is None else f"{row['completeness']:.2%}"
-        click.echo(
-            f"{row['month']} {row['cluster']}: {row['present']:,}/{row['expected']:,} GPU-minutes ({pct});"
-            f" missing {row['missing']:,}" + (f"; {evidence_text(row['detail'], fmt)}" if row["detail"] else "")
-        )
+        pct = t["status.not_applicable"] if row["completeness"] is None else fmt.percent(row["completeness"])
+        detail = t["status.detail"].format(text=evidence_text(row["detail"], fmt)) if row["detail"] else ""
+        click.echo(t["status.completeness"].format(
+            month=row["month"], cluster=row["cluster"], present=fmt.number(row["present"]),
+            expected=fmt.number(row["expected"]), pct=pct, missing=fmt.number(row["missing"])) + detail)
     quarantined = info.get("quarantine", [])
-    click.echo(f"quarantined files: {len(quarantined)}" + (" (`gpusteward import --retry FILE` reads one again)"
-                                                          if quarantined else ""))
+    click.echo(t["status.quarantined"].format(count=len(quarantined)) + (t["status.retry_hint"] if quarantined else ""))
     for q in quarantined:
-        click.echo(f"  {q['path']}  since {q['first_seen'][:16]} UTC, {q['attempts']} read(s): {q['reason']}")
+        click.echo(t["status.quarantined_file"].format(path=q["path"], since=q["first_seen"][:16],
+                                                       attempts=q["attempts"], reason=q["reason"]))
 
 
 @cli.command()

@@ -103,7 +103,7 @@ def run_demo(out_dir: Path, *, seed: int, days: int, nodes: int, serve: bool, la
     for line in summary_lines(chosen, month=month, gpus=nodes * 8, seed=seed, total=clock.total(), laps=clock.laps):
         click.echo(line)
     click.echo("")
-    click.echo(render_text(plan))
+    click.echo(render_text(plan, chosen))
     exe = Path(sys.argv[0]) if Path(sys.argv[0]).name == "gpusteward" else Path("gpusteward")
     click.echo(t["demo.next"].format(status=f"{exe} status --config {config_path} --db {db_path}",
                                      dashboard=f"{exe} dashboard --config {config_path}"))

@@ -2,12 +2,19 @@
 
 from __future__ import annotations
 
+import os
 import sys
 from collections.abc import Iterator
 
 import pytest
 
 pytest_plugins = ("tests.suite_rules", "tests.parallel")
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    """The CLI speaks the locale's language ($LANG zh_* is Chinese); a test's verdict must not depend on the
+    machine's locale, so every test, and every child it starts, runs in English unless it asks otherwise."""
+    os.environ["GPUSTEWARD_LANG"] = "en"
 
 
 @pytest.fixture(autouse=True)

@@ -95,6 +95,28 @@ def test_wecom_markdown() -> None:
     assert "**status**: resolved critical" in body["markdown"]["content"]
 
 
+def test_a_chinese_receiver_gets_chinese_labels_texts_and_local_times() -> None:
+    with recording_server("/cgi-bin/webhook/send?key=k") as srv:
+        srv.answer = b'{"errcode":0,"errmsg":"ok"}'
+        ChatNotifier("wx", srv.url, WECOM, lang="zh", zone="Asia/Shanghai").send(_alerts())
+    text = _json(srv.bodies[0])["markdown"]["content"]
+    firing, _resolved = _alerts()
+    assert f"**摘要**: {firing.annotations['summary_zh']}" in text
+    assert "**状态**: 告警中 严重" in text
+    assert "**状态**: 已恢复 严重" in text
+    assert "Asia/Shanghai" in text
+    assert "**时间**: 自 " in text
+    for english in ("summary", "status", "evidence", "fallback", "firing", "resolved", "Online inference"):
+        assert f"{english}" not in text.replace("InferenceReserveBreach", "")
+
+
+def test_a_chinese_feishu_post_is_keyed_zh_cn() -> None:
+    with recording_server() as srv:
+        srv.answer = b'{"code":0}'
+        ChatNotifier("lark", srv.url, FEISHU, lang="zh").send(_alerts())
+    assert set(_json(srv.bodies[0])["content"]["post"]) == {"zh_cn"}
+
+
 @pytest.mark.parametrize(
     ("flavour", "answer", "error"),
     [

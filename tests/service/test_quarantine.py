@@ -209,6 +209,10 @@ def test_status_lists_quarantined_files_and_retry_reads_them_again(
     assert "quarantined" in shown.output
     assert "day.om" in shown.output
     assert "a reader bug" in shown.output
+    zh_env = {**config_env(db.parent), "GPUSTEWARD_LANG": "zh"}
+    in_chinese = CliRunner(env=zh_env).invoke(cli, ["status", "--db", str(db)])
+    assert "隔离的文件：1 个" in in_chinese.output
+    assert "quarantined files" not in in_chinese.output
     as_json = json.loads(CliRunner(env=config_env(db.parent)).invoke(cli, ["status", "--db", str(db), "--json"]).output)
     assert [q["name"] for q in as_json["quarantine"]] == ["day.om"]
 
