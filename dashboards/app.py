@@ -109,7 +109,7 @@ def run_app(
 ) -> None:
     """Sidebar (language, period, filters), then the chosen page."""
     lang = _language()
-    tx = Texts(lang)
+    tx = Texts(lang, config.timezone)
     try:
         model = open_model()
     except (FileNotFoundError, ValueError) as exc:

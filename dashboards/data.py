@@ -35,6 +35,7 @@ class OverviewData:
     data_as_of: datetime | None = None  # naive UTC
     months: tuple[Month, ...] = ()  # months with outputs, newest last
     team_names: Mapping[str, str] = field(default_factory=dict)
+    zone: str = "UTC"  # the pool's time zone, in which moments are shown
     pool_gpus: int | None = None  # GPUs configured in the pool; None when the config does not say
     fallbacks: Mapping[str, Mapping[str, str]] = field(default_factory=dict)
     """A breach's stored fallback -> that text in each language the config gives it (per-language fallbacks)."""

@@ -141,7 +141,7 @@ def firing_table(data: OverviewData, tx: Texts) -> pl.DataFrame | None:
         tx("col.severity"): [fmt.term("severity", a.get("severity")) for a in data.alerts],
         tx("col.line"): [fmt.term("line", a.get("line")) for a in data.alerts],
         tx("col.subject"): [str(a.get("subject") or "—") for a in data.alerts],
-        tx("col.since"): [fmt.moment(a.get("starts_at")) for a in data.alerts],
+        tx("col.since", zone=tx.zone): [fmt.moment(a.get("starts_at")) for a in data.alerts],
         tx("col.summary"): [alert_summary(a, tx) for a in data.alerts],
     })
 
@@ -169,7 +169,7 @@ def episodes_table(data: OverviewData, tx: Texts) -> pl.DataFrame | None:
     return pl.DataFrame({
         tx("col.line"): [fmt.term("line", r["line"]) for r in rows],
         tx("col.subject"): [str(r["subject"]) for r in rows],
-        tx("col.start"): [fmt.moment(r["start"]) for r in rows],
+        tx("col.start", zone=tx.zone): [fmt.moment(r["start"]) for r in rows],
         tx("col.duration"): [fmt.quantity(Quantity(_seconds(r["minutes"]), "duration")) for r in rows],
         tx("col.worst"): [fmt.quantity(Quantity(r["worst_value"], line_kind(r["line"]))) for r in rows],
         tx("col.threshold"): [fmt.quantity(Quantity(r["threshold"], line_kind(r["line"]))) for r in rows],

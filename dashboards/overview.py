@@ -28,7 +28,7 @@ def _data_age(data: OverviewData, tx: Texts) -> None:
         st.caption(tx("page.data_age_unknown"))
         return
     age = tx.fmt.duration(max(data.data_age, timedelta(0)).total_seconds())
-    st.caption(tx("page.data_age", as_of=tx.fmt.moment(data.data_as_of), age=age))
+    st.caption(tx("page.data_age", as_of=tx.fmt.moment(data.data_as_of), age=age, zone=tx.zone))
 
 
 def _metrics(data: OverviewData, tx: Texts) -> None:
@@ -123,7 +123,7 @@ def _status(data: OverviewData, tx: Texts) -> None:
 
 def render_overview(data: OverviewData, lang: Lang) -> None:
     """Draw the overview of one month in `lang` ("en" or "zh")."""
-    tx = Texts(lang)
+    tx = Texts(lang, data.zone)
     st.title(tx("page.title", month=tx.fmt.month(data.month)))
     _data_age(data, tx)
     _metrics(data, tx)

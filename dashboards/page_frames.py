@@ -220,8 +220,10 @@ def alerts_table(view: View) -> pl.DataFrame | None:
         tx("col.severity"): [tx.fmt.term("severity", r["severity"]) for r in rows],
         tx("col.line"): [tx.fmt.term("line", r["line"]) for r in rows],
         tx("col.subject"): [str(r["subject"] or "—") for r in rows],
-        tx("col.since"): [tx.fmt.moment(r["starts_at"]) for r in rows],
-        tx("col.silenced_until"): [tx.fmt.moment(r["silenced_until"]) if r["silenced_until"] else "—" for r in rows],
+        tx("col.since", zone=tx.zone): [tx.fmt.moment(r["starts_at"]) for r in rows],
+        tx("col.silenced_until", zone=tx.zone): [
+            tx.fmt.moment(r["silenced_until"]) if r["silenced_until"] else "—" for r in rows
+        ],
         tx("col.acknowledged_by"): [str(r["acknowledged_by"] or "—") for r in rows],
         tx("col.fingerprint"): [str(r["fingerprint"])[:12] for r in rows],
     })
@@ -235,7 +237,7 @@ def plans_table(view: View) -> pl.DataFrame | None:
     rows = plans.sort("created_at", descending=True).to_dicts()
     return pl.DataFrame({
         tx("col.plan"): [r["plan_id"] for r in rows],
-        tx("col.created"): [tx.fmt.moment(r["created_at"]) for r in rows],
+        tx("col.created", zone=tx.zone): [tx.fmt.moment(r["created_at"]) for r in rows],
         tx("col.items"): [len(json.loads(r["body"]).get("items", [])) for r in rows],
         tx("col.decision"): [tx(f"plan.decision.{r.get('decision') or 'proposed'}") for r in rows],
         tx("col.decided_by"): [str(r.get("decided_by") or "—") for r in rows],

@@ -31,16 +31,17 @@ def header(view: View, key: str) -> None:
     as_of, age = view.data_as_of(), view.data_age()
     published = tx.fmt.moment(view.model.published_at)
     if as_of is None or age is None:
-        st.caption(tx("page.data_age_unknown") + " " + tx("page.published", at=published))
+        st.caption(tx("page.data_age_unknown") + " " + tx("page.published", at=published, zone=tx.zone))
     else:
         st.caption(tx("page.data_age", as_of=tx.fmt.moment(as_of), age=tx.fmt.duration(
-            max(age, timedelta(0)).total_seconds())) + " " + tx("page.published", at=published))
+            max(age, timedelta(0)).total_seconds()), zone=tx.zone) + " " + tx("page.published", at=published,
+                                                                              zone=tx.zone))
     if view.team_scope:
         st.caption(tx("page.team_scope", team=view.team_name(view.team_scope)))
 
 
 def overview(view: View) -> None:
-    st.caption(view.tx("page.published", at=view.tx.fmt.moment(view.model.published_at)))
+    st.caption(view.tx("page.published", at=view.tx.fmt.moment(view.model.published_at), zone=view.tx.zone))
     render_overview(view.overview(), view.lang)
     if view.team_scope:
         st.caption(view.tx("page.team_scope", team=view.team_name(view.team_scope)))

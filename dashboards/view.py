@@ -118,7 +118,7 @@ class View:
 
     @property
     def tx(self) -> Texts:
-        return Texts(self.lang)
+        return Texts(self.lang, self.config.timezone)
 
     def team_name(self, key: object) -> str:
         names = team_names(self.config)
@@ -144,6 +144,7 @@ class View:
             data_as_of=self.data_as_of(),
             months=tuple(self.model.months()),
             team_names=team_names(self.config),
+            zone=self.config.timezone,
             pool_gpus=pool_gpus(self.config) if not (self.filters.clusters or self.filters.teams) else None,
         )
 

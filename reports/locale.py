@@ -97,6 +97,8 @@ class Formatter:
         """`2h 15m` / `2小时15分`: two largest units; seconds and milliseconds below a minute."""
         sign = "-" if seconds < 0 else ""
         s = abs(seconds)
+        if s == 0:
+            return self.t("duration.s", n=0)  # a wait of nothing is "0s", not a measurement in milliseconds
         if s < 1:
             ms = round(s * 1000)
             return sign + (self.t("duration.ms", n=ms) if ms < 1000 else self.t("duration.s", n=1))

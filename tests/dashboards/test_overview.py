@@ -48,6 +48,13 @@ def test_overview_renders_in_both_languages(lang: str, needles: list[str], metri
     assert len(at.get("vega_lite_chart")) == 2  # GPU-hours by scenario, idle by team
 
 
+def test_moments_are_shown_and_named_in_the_pools_time_zone() -> None:
+    at = _run("overview_script.py", lang="zh", zone="Asia/Shanghai")
+    text = _texts(at)
+    assert "数据截至 2026年12月01日 08:59 Asia/Shanghai" in text  # 00:59 UTC
+    assert "UTC" not in text
+
+
 def test_sla_misses_are_listed_first_and_highlighted() -> None:
     at = _run("overview_script.py", lang="en")
     sla = at.dataframe[0].value

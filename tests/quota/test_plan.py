@@ -102,7 +102,7 @@ def test_catalogue_texts_are_written_in_the_asked_language_with_the_replay_and_a
     assert "2  west     advice   west/eval  nlp" in en
     waits = [line.split() for line in en.splitlines() if line.startswith("east     team")]
     assert waits[0] == ["east", "team", "vision", "10", "10m", "11m", "1m", "11m"]  # observed, now, error, plan
-    assert waits[1] == ["east", "team", "vision", "0ms", "0ms", "0ms", "5.0", "GPU-hours", "5.0", "GPU-hours", "5.0",
+    assert waits[1] == ["east", "team", "vision", "0s", "0s", "0s", "5.0", "GPU-hours", "5.0", "GPU-hours", "5.0",
                         "GPU-hours"]
     zh = render_text(plan, "zh")
     assert "1. 收紧 vision 在 east 上的 GPU 上限：该上限从未生效。" in zh
@@ -134,9 +134,9 @@ def test_the_replay_and_protected_objectives_are_printed() -> None:
     at = lines.index("Not approvable without an override: in the replay this plan makes protected objectives worse."
                      " Approve it only with a reason (gpusteward quota approve PLAN --override \"...\", or"
                      " \"override\" in the API call), which the audit keeps.")
-    assert lines[at + 1] == ("- interactive on east: replayed wait p95 10m under the plan, against 0ms under the"
+    assert lines[at + 1] == ("- interactive on east: replayed wait p95 10m under the plan, against 0s under the"
                              " current limits.")
     head = lines.index("Cluster  Group  Subject  Job records  Observed p95  Replay now p95  Replay error  Plan p95")
-    assert lines[head + 1].split() == ["east", "team", "nlp", "5", "48m", "50m", "2m", "0ms"]
+    assert lines[head + 1].split() == ["east", "team", "nlp", "5", "48m", "50m", "2m", "0s"]
     zh = render_text(plan, "zh")
     assert "集群  分组  对象  作业记录  实测 p95  现行回放 p95  回放误差  方案 p95" in zh

@@ -52,7 +52,7 @@ def test_a_raise_that_takes_the_notebooks_and_the_inference_reserve_is_flagged()
     assert flags["scenario_wait"]["subject"] == "interactive"
     assert (flags["scenario_wait"]["current"], flags["scenario_wait"]["plan"]) == (0.0, 6600.0)
     text = render(flags["scenario_wait"]["message"], Formatter("en"))
-    assert text == "interactive on east: replayed wait p95 1h 50m under the plan, against 0ms under the current limits."
+    assert text == "interactive on east: replayed wait p95 1h 50m under the plan, against 0s under the current limits."
     zh = render(flags["inference_reserve"]["message"], Formatter("zh"))
     assert zh.startswith("east 的推理预留：按方案回放，在线推理可用 GPU 少于 4 块 GPU 的时长为 2小时")
     json.dumps(flags)  # stored in the plan's body as it is

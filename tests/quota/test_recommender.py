@@ -84,8 +84,8 @@ def test_a_wait_on_the_teams_own_limit_raises_it_with_the_replayed_effect() -> N
     assert "quota.evidence.limit_waits.derived" in _keys(item["evidence"])
     effect = render(item["expected_effect"], Formatter("en"))
     # Waits 0, 0, 0, 0, 1h: linear p95 48m; with a limit of 5 nobody waits.
-    assert effect.startswith("Replay of the month, nlp on east: wait p95 48m → 0ms")
-    assert "observed p95 48m; replay error 0ms" in effect
+    assert effect.startswith("Replay of the month, nlp on east: wait p95 48m → 0s")
+    assert "observed p95 48m; replay error 0s" in effect
 
 
 def test_a_wait_behind_higher_priority_qos_never_raises_the_quota() -> None:

@@ -15,6 +15,8 @@ from typing import Any
 import polars as pl
 
 from gpusteward.domain import Month
+from reports.model import Message, Quantity, Text
+from reports.plan_text import encode
 from sla.followup import AppliedChange
 from sla.outputs import MonthOutputs
 from sla.results import SLA_RESULTS
@@ -43,15 +45,42 @@ def baseline_outputs() -> MonthOutputs:
     return dataclasses.replace(demo_outputs(), month=BASELINE, results=results)
 
 
+def _effect(team: str, cluster: str, p95: tuple[float, float], hours: tuple[float, float]) -> str:
+    """An expected effect stored as the recommender stores it: catalogue messages, not sentences."""
+    def wait(s: float) -> Quantity:
+        return Quantity(s, "duration")
+
+    def held(h: float) -> Quantity:
+        return Quantity(h, "gpu_hours")
+
+    return encode([Message("quota.effect.replay", (
+        ("team", Text(team)), ("cluster", Text(cluster)), ("p95_before", wait(p95[0])), ("p95_after", wait(p95[1])),
+        ("p50_before", wait(p95[0] / 3)), ("p50_after", wait(p95[1] / 3)), ("hours_before", held(hours[0])),
+        ("hours_after", held(hours[1])), ("observed", wait(p95[0])), ("error", wait(600)),
+    ))])
+
+
+# The plan's replay rows (sla.results.PLAN_REPLAY) for the teams its effects name.
+_REPLAY = (
+    {"cluster": "east", "group": "team", "subject": "vision", "observed_p95_s": 9000.0, "current_p95_s": 9600.0,
+     "plan_p95_s": 7200.0},
+    {"cluster": "west", "group": "team", "subject": "nlp", "observed_p95_s": 36000.0, "current_p95_s": 36600.0,
+     "plan_p95_s": 9000.0},
+)
+
+
 def raised() -> AppliedChange:
+    reason = encode([Message("quota.reason.raise", (("team", Text("nlp")), ("cluster", Text("west"))))])
     return AppliedChange(
         "2026-09-abc", "apply-1", "west", "account", "nlp", "nlp", 16, 20, APPLIED_AT, "bob", "alice",
-        "Raise nlp's GPU quota on west.", "the queue's wait should fall toward its objective",
+        reason, _effect("nlp", "west", (36000, 9000), (1800, 2100)), replay=_REPLAY,
     )
 
 
 def lowered() -> AppliedChange:
+    reason = encode([Message("quota.reason.fairness", (
+        ("team", Text("vision")), ("cluster", Text("east")), ("multiple", Quantity(1.4, "multiple"))))])
     return AppliedChange(
         "2026-09-abc", "apply-1", "east", "account", "vision", "vision", 16, 12, APPLIED_AT, "bob", "alice",
-        "Lower vision's GPU quota on east.", "frees up to 4 GPUs on east",
+        reason, _effect("vision", "east", (9000, 7200), (900, 780)), replay=_REPLAY,
     )

@@ -50,8 +50,8 @@ def test_whatif_replays_the_month_under_the_limits_given(tmp_path: Path) -> None
     assert lines[0] == "east/nlp: 4 -> 5 GPUs"
     # observed p95 of waits 0, 0, 0, 0, 1h is 48m; the replay under 4 GPUs agrees (error 0); under 5 nobody waits.
     rows = [line.split() for line in lines if line.startswith("east ")]
-    assert rows[0] == ["east", "team", "nlp", "5", "48m", "48m", "0ms", "0ms"]
-    assert rows[1] == ["east", "queue", "east/train", "5", "48m", "48m", "0ms", "0ms"]
+    assert rows[0] == ["east", "team", "nlp", "5", "48m", "48m", "0s", "0s"]
+    assert rows[1] == ["east", "queue", "east/train", "5", "48m", "48m", "0s", "0s"]
 
 
 def test_whatif_refuses_what_it_cannot_replay(tmp_path: Path) -> None:
