@@ -2,7 +2,8 @@
 
 It runs the jobs (collection per source, evaluation with the quota plan, protection-line alerts,
 the scheduled review) on their intervals, publishes the read model after every cycle that wrote,
-and answers /metrics, /healthz, /readyz and the control API on loopback. It takes a clock and
+and answers /metrics, /healthz, /readyz and the control API (plain HTTP on loopback; any other
+address needs TLS or an explicit --insecure-listen, service/api_server.py). It takes a clock and
 stop/ready events, so a test runs a simulated day in seconds; SIGTERM/SIGINT set `stop`, and the
 job (or control action) writing at that moment finishes before the warehouse is closed.
 """
@@ -28,7 +29,8 @@ from gpusteward.clock import Clock, SystemClock
 from gpusteward.config import Config
 from gpusteward.config.service import DEFAULT_IMPORT_IGNORE
 from gpusteward.domain import Month
-from service.api import ApiContext, Request, load_tokens, make_server
+from service.api import ApiContext, Request, load_tokens
+from service.api_server import ApiServer, ListenError, Tls
 from service.jobs import Job, JobResult, Scheduler
 from service.metrics import ServiceMetrics, epoch
 from service.tasks import (
@@ -67,6 +69,9 @@ class ServeSettings:
     settle: timedelta = timedelta(seconds=30)
     live_sources: tuple[tuple[LiveSource, timedelta], ...] = ()
     review_schedule: ReviewSchedule | None = None  # None: MonthlyReview in the pool's time zone
+    tls: Tls | None = None  # certificate and key: the API speaks HTTPS
+    insecure_listen: bool = False  # plain HTTP on a non-loopback address, warned about at every start
+    action_wait: timedelta = timedelta(minutes=2)  # a control action waits this long for the write lock, then 503
 
 
 class Service:
@@ -106,30 +111,43 @@ class Service:
         return self.clock.now()
 
     def act(self, request: Request) -> dict[str, Any]:
-        with self.lock:
-            if self._wh is None or self.stop.is_set():
-                raise ControlError("the service is shutting down", status=503)
-            entry = control_store.record(
-                self._wh,
-                request.actor,
-                request.action,
-                request.target,
-                at=self.now(),
-                until=request.until,
-                reason=request.reason,
-                override=request.override,
+        # Waiting is bounded, and nothing is recorded before the lock is held: a 503 means not done.
+        if not self.lock.acquire(timeout=self.settings.action_wait.total_seconds()):
+            raise ControlError(
+                f"busy: a job has held the warehouse for over {self.settings.action_wait.total_seconds():g} s; "
+                "nothing was recorded, retry later",
+                status=503,
             )
-            if request.action == "review.trigger":
-                self.shared.review_requests.append(Month.parse(request.month) if request.month else None)
-                if self.scheduler is not None:
-                    self.scheduler.poke("review")
-            if request.action == "import.retry":
-                self.shared.retry_files.add(request.target)
-                if self.scheduler is not None:
-                    for name in self.scheduler.states:
-                        if name.startswith("import:"):
-                            self.scheduler.poke(name)
-            self._publish()
+        try:
+            return self._act(request)
+        finally:
+            self.lock.release()
+
+    def _act(self, request: Request) -> dict[str, Any]:
+        if self._wh is None or self.stop.is_set():
+            raise ControlError("the service is shutting down", status=503)
+        month = Month.parse(request.month) if request.month else None  # checked before anything is recorded
+        entry = control_store.record(
+            self._wh,
+            request.actor,
+            request.action,
+            request.target,
+            at=self.now(),
+            until=request.until,
+            reason=request.reason,
+            override=request.override,
+        )
+        if request.action == "review.trigger":
+            self.shared.review_requests.append(month)
+            if self.scheduler is not None:
+                self.scheduler.poke("review")
+        if request.action == "import.retry":
+            self.shared.retry_files.add(request.target)
+            if self.scheduler is not None:
+                for name in self.scheduler.states:
+                    if name.startswith("import:"):
+                        self.scheduler.poke(name)
+        self._publish()
         return {"action_id": entry.action_id, "action": entry.action, "target": entry.target, "actor": entry.actor,
                 "override": entry.override}
 
@@ -210,11 +228,9 @@ class Service:
             ctx = ApiContext(
                 self.metrics.registry, self.tokens, self, self.ready, self.healthy, on_action=self._count_action
             )
-            server = make_server(ctx, self.settings.host, self.settings.port)
-            host, port = server.server_address[:2]
-            self.url = f"http://{host!s}:{port}"
-            thread = threading.Thread(target=server.serve_forever, name="gpusteward-http", daemon=True)
-            thread.start()
+            s = self.settings
+            server = ApiServer(ctx, s.host, s.port, tls=s.tls, insecure_listen=s.insecure_listen).start()
+            self.url = server.url
             self.scheduler = Scheduler(
                 self._jobs(wh),
                 self.clock,
@@ -232,8 +248,7 @@ class Service:
                 self.scheduler.run(self.ready)
             finally:
                 self._loop_alive = False
-                server.shutdown()
-                server.server_close()
+                server.stop()  # requests in flight are answered first
                 with self.lock:  # wait for a control action in flight
                     self._wh = None
         log.info("stopped at %s", datetime.fromtimestamp(epoch(self.now()), UTC).isoformat())
@@ -285,6 +300,12 @@ def _duration(_ctx: click.Context, _param: click.Parameter, value: str | None) -
     type=click.Path(dir_okay=False, exists=True),
     help="identity:token lines for the control API (also $GPUSTEWARD_API_TOKENS).",
 )
+@click.option("--tls-cert", default=None, type=click.Path(dir_okay=False, exists=True),
+              help="PEM certificate: serve the API over HTTPS (with --tls-key) [config service.tls_cert].")
+@click.option("--tls-key", default=None, type=click.Path(dir_okay=False, exists=True),
+              help="PEM private key of --tls-cert [config service.tls_key].")
+@click.option("--insecure-listen", is_flag=True, default=None,
+              help="Serve plain HTTP on a non-loopback --listen address (logged as a warning at every start).")
 @click.option(
     "--interval",
     "interval",
@@ -305,6 +326,9 @@ def serve(  # noqa: PLR0917 - click passes options as keyword arguments
     read_model: str | None,
     listen: str | None,
     token_files: tuple[str, ...],
+    tls_cert: str | None,
+    tls_key: str | None,
+    insecure_listen: bool | None,
     interval: timedelta | None,
     evaluate_every: timedelta | None,
 ) -> None:
@@ -321,12 +345,18 @@ def serve(  # noqa: PLR0917 - click passes options as keyword arguments
         token_files=token_files,
         interval=interval,
         evaluate_every=evaluate_every,
+        tls_cert=tls_cert,
+        tls_key=tls_key,
+        insecure_listen=insecure_listen,
     )
     service = Service(config, settings)
     for sig in (signal.SIGTERM, signal.SIGINT):
         signal.signal(sig, lambda *_: service.stop.set())
     threading.Thread(target=_announce, args=(service,), daemon=True).start()
-    service.run()
+    try:
+        service.run()
+    except ListenError as exc:  # refused before any job ran: say why, no traceback
+        raise click.ClickException(str(exc)) from exc
 
 
 def settings_from_config(
@@ -338,6 +368,9 @@ def settings_from_config(
     token_files: Sequence[str] = (),
     interval: timedelta | None = None,
     evaluate_every: timedelta | None = None,
+    tls_cert: str | None = None,
+    tls_key: str | None = None,
+    insecure_listen: bool | None = None,
 ) -> ServeSettings:
     """The `[service]` table of the config, with what the command line gave in its place."""
     from service.live import scrape_sources
@@ -346,6 +379,10 @@ def settings_from_config(
     sc = config.service
     host, _, port = (listen or sc.listen).rpartition(":")
     model = read_model or (config.resolve(sc.read_model) if sc.read_model else None)
+    cert = tls_cert or (config.resolve(sc.tls_cert) if sc.tls_cert else None)
+    key = tls_key or (config.resolve(sc.tls_key) if sc.tls_key else None)
+    if bool(cert) != bool(key):
+        raise click.UsageError("give both a TLS certificate and its key (--tls-cert and --tls-key), or neither")
     return ServeSettings(
         read_model=Path(model or Path(config.resolve(config.warehouse.path)).parent / "readmodel"),
         import_dirs=tuple(Path(d) for d in import_dirs) or tuple(Path(config.resolve(d)) for d in sc.import_dirs),
@@ -356,6 +393,8 @@ def settings_from_config(
         import_interval=interval or sc.import_interval,
         alerts_interval=interval or sc.alerts_interval,
         evaluate_interval=evaluate_every or sc.evaluate_interval,
+        tls=Tls(Path(cert), Path(key)) if cert and key else None,
+        insecure_listen=sc.insecure_listen if insecure_listen is None else insecure_listen,
         live_sources=(
             *((src, src.spec.interval) for src in scrape_sources(config)),
             *((src, src.spec.interval) for src in slurm_sources(config)),

@@ -60,5 +60,10 @@ class ServiceConfig:
     evaluate_interval: timedelta = opt(timedelta(minutes=15), "how often the evaluation runs when new data arrived")
     alerts_interval: timedelta = opt(timedelta(minutes=5), "how often protection lines are checked and alerts sent")
     token_files: list[str] = opt([], "files of identity:token lines for the control API (never logged)")
+    tls_cert: str = opt("", "PEM certificate (chain) the API serves HTTPS with; needed off loopback, with tls_key")
+    tls_key: str = opt("", "PEM private key of tls_cert; keep it readable by the service only")
+    insecure_listen: bool = opt(
+        False, "serve plain HTTP on a non-loopback listen address anyway (warned about at every start)"
+    )
     scrape: list[ScrapeSourceConfig] = opt([], "live sources scraped by the service, each on its own interval")
     slurm: list[SlurmQueueConfig] = opt([], "live Slurm clusters whose queue the service snapshots on an interval")

@@ -1,6 +1,6 @@
 """The control API served on a free loopback port in front of a controller that only records.
 
-Shared by the hostile-request tests (tests/service/test_api_hostile.py), the token tests
+Shared by the hostile-request tests (tests/service/test_api_hostile.py, test_api_limits.py), the token tests
 (tests/security/test_api_tokens.py) and the fuzzer's control-API target
 (tests/badinput/service_targets.py): each checks what the API answers and what it was asked to do,
 never what a real controller would do with it.
@@ -17,7 +17,9 @@ from typing import Any
 
 from prometheus_client import CollectorRegistry
 
-from service.api import ApiContext, Request, Tokens, make_server
+from service.api import ApiContext, Request, Tokens
+from service.api_app import MAX_IN_FLIGHT
+from service.api_server import ApiServer
 
 NOW = datetime(2026, 11, 2, tzinfo=UTC)
 
@@ -51,24 +53,22 @@ class ServedApi:
 
 @contextmanager
 def served_api(
-    tokens: Mapping[str, str], *, read_timeout_s: float | None = None, ready: bool = False
+    tokens: Mapping[str, str],
+    *,
+    read_timeout_s: float | None = None,
+    ready: bool = False,
+    controller: RecordingController | None = None,
+    max_in_flight: int = MAX_IN_FLIGHT,
 ) -> Iterator[ServedApi]:
     """The API with `tokens` (identity -> token) on 127.0.0.1, stopped on exit.
 
     `read_timeout_s`: None keeps the API's own default, so a regression test of that default
     (and of the code before it had one) sets nothing the older code does not take."""
-    controller = RecordingController()
+    controller = controller or RecordingController()
     ready_event = threading.Event()
     if ready:
         ready_event.set()
     parts = (CollectorRegistry(), Tokens(tokens), controller, ready_event, lambda: True)
     ctx = ApiContext(*parts) if read_timeout_s is None else ApiContext(*parts, read_timeout_s=read_timeout_s)
-    server = make_server(ctx)
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    try:
-        yield ServedApi("127.0.0.1", server.server_address[1], controller, thread)
-    finally:
-        server.shutdown()
-        server.server_close()
-        thread.join(5)
+    with ApiServer(ctx, max_in_flight=max_in_flight) as server:
+        yield ServedApi("127.0.0.1", server.port, controller, server.thread)

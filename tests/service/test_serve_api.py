@@ -80,6 +80,9 @@ def test_silence_and_acknowledge_an_alert(served: ServedDay) -> None:
 
 
 def test_trigger_a_review(served: ServedDay) -> None:
+    # Issue 22: an impossible month passed the pattern, was audited, then failed; now it is refused first.
+    status, body = post(served, "/api/v1/reviews", {"month": "2026-13"})
+    assert (status, body["where"]) == (400, "body.month")
     status, body = post(served, "/api/v1/reviews", {"month": "2026-10"})
     assert status == 202, body
     review = served.root / "reports" / "review-2026-10.zh.md"
@@ -88,6 +91,9 @@ def test_trigger_a_review(served: ServedDay) -> None:
         time.sleep(0.1)
     assert review.exists()
     assert post(served, "/api/v1/reviews", {"month": "October"})[0] == 400
+    audited = load_read_model(served.root / "readmodel").control_actions()
+    assert "2026-13" not in audited["target"].to_list()
+    assert "2026-10" in audited["target"].to_list()
     status, metrics = served.get("/metrics")
     assert 'gpusteward_control_actions_total{action="review.trigger",status="202"} 1.0' in metrics
 
