@@ -97,7 +97,10 @@ def _secret(receiver: ReceiverConfig, env: Mapping[str, str], what: str) -> str 
 def _webhook(receiver: ReceiverConfig, _config: Config, env: Mapping[str, str]) -> Notifier:
     url = _url(receiver, env)
     secret = _secret(receiver, env, "signing secret")
-    return WebhookNotifier(receiver.name, url, secret=secret, timeout_s=receiver.timeout.total_seconds())
+    # The previous secret (while rotating) is optional: once the variable is removed, rotation is over.
+    previous = env.get(receiver.previous_secret_env) if receiver.previous_secret_env else None
+    return WebhookNotifier(receiver.name, url, secret=secret, previous_secret=previous or None,
+                           timeout_s=receiver.timeout.total_seconds())
 
 
 def _alertmanager(receiver: ReceiverConfig, _config: Config, env: Mapping[str, str]) -> Notifier:

@@ -1,14 +1,14 @@
 """Webhook notifier: POSTs an Alertmanager-webhook-compatible body (version 4), optionally signed.
 
-Signature: header `X-GPUSteward-Signature: sha256=<hex HMAC-SHA256(secret, body bytes)>`, over the
-exact bytes sent. The secret and the URL's credentials or query never appear in errors.
+Signature: header `X-GPUSteward-Signature: t=<unix seconds>,v1=<hex HMAC-SHA256(secret, "t." + body)>`,
+over the sending time and the exact bytes sent, with one more `v1` for the previous secret while it
+is rotated (alerts/webhook_signature.py, which receivers can copy, verifies it and refuses stale
+or replayed deliveries). The secrets and the URL's credentials or query never appear in errors.
 One POST per alert name, as an Alertmanager route grouped by alertname would send them.
 """
 
 from __future__ import annotations
 
-import hashlib
-import hmac
 import json
 from collections.abc import Sequence
 from typing import Any
@@ -17,15 +17,14 @@ import httpx
 
 from alerts.http import post, redact
 from alerts.model import Alert
+from alerts.webhook_signature import SIGNATURE_HEADER, SignatureError, sign, verify
+from gpusteward.clock import Clock, SystemClock
 
-__all__ = ["SIGNATURE_HEADER", "USER_AGENT", "WebhookNotifier", "redact", "sign", "webhook_body"]
+__all__ = [
+    "SIGNATURE_HEADER", "USER_AGENT", "SignatureError", "WebhookNotifier", "redact", "sign", "verify", "webhook_body",
+]
 
-SIGNATURE_HEADER = "X-GPUSteward-Signature"
 USER_AGENT = "GPUSteward"
-
-
-def sign(secret: str, body: bytes) -> str:
-    return "sha256=" + hmac.new(secret.encode("utf-8"), body, hashlib.sha256).hexdigest()
 
 
 def _common(dicts: list[dict[str, str]]) -> dict[str, str]:
@@ -60,21 +59,25 @@ class WebhookNotifier:
         url: str,
         *,
         secret: str | None = None,
+        previous_secret: str | None = None,
         timeout_s: float = 10.0,
         transport: httpx.BaseTransport | None = None,
+        clock: Clock | None = None,
     ) -> None:
         self._name = name
         self._url = url
-        self._secret = secret
+        # The previous secret signs too only beside a current one: it is there for rotation, not alone.
+        self._secrets = tuple(s for s in (secret, previous_secret if secret else None) if s)
         self._timeout_s = timeout_s
         self._transport = transport
+        self._clock = clock or SystemClock()
 
     @property
     def name(self) -> str:
         return self._name
 
     def __repr__(self) -> str:  # never show the secret
-        return f"WebhookNotifier(name={self._name!r}, url={redact(self._url)!r}, signed={self._secret is not None})"
+        return f"WebhookNotifier(name={self._name!r}, url={redact(self._url)!r}, signed={bool(self._secrets)})"
 
     def _groups(self, alerts: Sequence[Alert]) -> list[list[Alert]]:
         groups: dict[str, list[Alert]] = {}
@@ -90,7 +93,7 @@ class WebhookNotifier:
                 body = json.dumps(webhook_body(self._name, group), separators=(",", ":"), ensure_ascii=False)
                 data = body.encode("utf-8")
                 headers = {"Content-Type": "application/json", "User-Agent": USER_AGENT}
-                if self._secret is not None:
-                    headers[SIGNATURE_HEADER] = sign(self._secret, data)
+                if self._secrets:  # signed per POST, so a retry carries its own time
+                    headers[SIGNATURE_HEADER] = sign(self._secrets, data, int(self._clock.now().timestamp()))
                 post(client, self._url, data, headers, who=f"webhook {self._name!r}", timeout_s=self._timeout_s)
         return len(alerts)

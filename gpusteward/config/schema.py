@@ -112,6 +112,9 @@ class ReceiverConfig:
     )
     path: str | None = opt(None, "file to append alerts to (kind jsonl), relative to the config file")
     secret_env: str | None = opt(None, "environment variable holding the HMAC signing secret; never printed")
+    previous_secret_env: str | None = opt(
+        None, "environment variable holding the previous signing secret while it is rotated (webhook); never printed"
+    )
     language: Literal["en", "zh"] = opt(
         "en", "language of chat messages (slack, feishu, dingtalk, wecom); times in the pool's timezone"
     )

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import threading
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -33,16 +33,20 @@ class Recorder:
 
 
 @contextmanager
-def recording_server(path: str = "/hook") -> Iterator[Recorder]:
+def recording_server(
+    path: str = "/hook", judge: Callable[[Request], tuple[int, bytes]] | None = None
+) -> Iterator[Recorder]:
+    """`judge`: decides the answer to each request (a verifying receiver) instead of `status`/`answer`."""
     state = Recorder()
 
     class Handler(BaseHTTPRequestHandler):
         def do_POST(self) -> None:
             body = self.rfile.read(int(self.headers.get("Content-Length", "0")))
+            request = Request(self.path, {k.lower(): v for k, v in self.headers.items()}, body)
             with state.lock:
-                status, answer = state.status, state.answer
-                if status < 300:  # a receiver that is down records nothing
-                    state.requests.append(Request(self.path, {k.lower(): v for k, v in self.headers.items()}, body))
+                status, answer = judge(request) if judge is not None else (state.status, state.answer)
+                if status < 300:  # a receiver that is down, or refuses, records nothing
+                    state.requests.append(request)
             self.send_response(status)
             self.send_header("Content-Length", str(len(answer)))
             self.end_headers()

@@ -10,6 +10,7 @@ import threading
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass, field
+from datetime import UTC, datetime
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
@@ -18,10 +19,12 @@ import pytest
 from alerts.model import Alert, alerts_from_episodes
 from alerts.notify import DeliveryReport, NotifierRegistry, default_notifiers, deliver
 from alerts.webhook import SIGNATURE_HEADER, WebhookNotifier, redact
+from gpusteward.clock import FakeClock
 from gpusteward.errors import PermanentError, TransientError
 from tests.alerts.helpers import config, episodes
 
 SECRET = "s3cret-value-never-printed"
+SENT_AT = datetime(2026, 10, 3, 12, 0, 7, tzinfo=UTC)
 
 
 @dataclass
@@ -73,7 +76,7 @@ def _alerts() -> list[Alert]:
 
 
 def test_posts_alertmanager_body_with_verifiable_signature(receiver: Receiver) -> None:
-    notifier = WebhookNotifier("ops", receiver.url, secret=SECRET, timeout_s=5)
+    notifier = WebhookNotifier("ops", receiver.url, secret=SECRET, timeout_s=5, clock=FakeClock(SENT_AT))
     assert notifier.send(_alerts()) == 2
     (raw,) = receiver.bodies
     body = json.loads(raw)
@@ -89,7 +92,8 @@ def test_posts_alertmanager_body_with_verifiable_signature(receiver: Receiver) -
             "version", "groupKey", "truncatedAlerts"} == set(body)
     headers = receiver.headers[0]
     assert headers["content-type"] == "application/json"
-    expected = "sha256=" + hmac.new(SECRET.encode(), raw, hashlib.sha256).hexdigest()
+    stamp = int(SENT_AT.timestamp())
+    expected = f"t={stamp},v1=" + hmac.new(SECRET.encode(), f"{stamp}.".encode() + raw, hashlib.sha256).hexdigest()
     assert hmac.compare_digest(headers[SIGNATURE_HEADER.lower()], expected)
 
 
@@ -153,7 +157,7 @@ def test_deliver_from_config_routes_and_reports(receiver: Receiver, tmp_path: Pa
     assert report.ok
     assert [(o.receiver, o.alerts, o.sent) for o in report.outcomes] == [("hook", 1, 1), ("file", 0, 0)]
     assert not (tmp_path / "alerts.jsonl").exists()  # the line routes to "hook" only
-    assert receiver.headers[0][SIGNATURE_HEADER.lower()].startswith("sha256=")
+    assert receiver.headers[0][SIGNATURE_HEADER.lower()].startswith("t=")
 
 
 def test_deliver_reports_failures_without_raising(receiver: Receiver, tmp_path: Path) -> None:

@@ -19,7 +19,7 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from alerts.webhook import SIGNATURE_HEADER
+from alerts.webhook import SIGNATURE_HEADER, verify
 from gpusteward.config import example_config_path
 from service.cli import cli
 from simulator import simulate
@@ -106,8 +106,17 @@ def test_no_secret_stored_in_the_warehouse(run_output: tuple[str, Path]) -> None
             assert not any(s in dump for s in SECRETS), table
 
 
+def expected_v1(secret: str, signed_at: int, body: bytes) -> str:
+    """The signature computed here, independently of alerts/webhook_signature.py."""
+    return "v1=" + hmac.new(secret.encode(), f"{signed_at}.".encode() + body, hashlib.sha256).hexdigest()
+
+
 def test_the_signed_receiver_can_verify_every_post(run_output: tuple[str, Path], receiver: Recorder) -> None:
     assert receiver.requests
     for request in receiver.requests:
-        expected = "sha256=" + hmac.new(WEBHOOK_SECRET.encode(), request.body, hashlib.sha256).hexdigest()
-        assert hmac.compare_digest(expected, request.headers[SIGNATURE_HEADER.lower()])
+        header = request.headers[SIGNATURE_HEADER.lower()]
+        # Its own signing time as "now": this run used the system clock; freshness is tested with a
+        # FakeClock in tests/alerts/test_webhook_replay.py.
+        signed_at = int(header.split(",")[0].removeprefix("t="))
+        assert verify(header, request.body, [WEBHOOK_SECRET], now=signed_at) == signed_at
+        assert expected_v1(WEBHOOK_SECRET, signed_at, request.body) in header
