@@ -11,29 +11,26 @@ checks every body passes before the controller is asked to act (and so before an
 Callers send `Authorization: Bearer <token>`; the token's identity is who the audit trail names.
 A plan whose replay makes a protected objective worse is refused (409) unless the approval carries an
 `override` reason, stored with the approval (docs/quota.md).
-Tokens come from $GPUSTEWARD_API_TOKENS or a file (`identity:token` per line) and are never logged.
+Tokens and roles: service/api_tokens.py; a caller whose role does not allow the action gets 403.
 The HTTP side (Starlette served by uvicorn) is `service/api_app.py` and `service/api_server.py`.
 """
 
 from __future__ import annotations
 
-import hmac
 import json
-import os
 import re
 import threading
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from datetime import datetime, timedelta
-from pathlib import Path
 from typing import Any, Protocol
 
 from prometheus_client import CollectorRegistry
 
 from gpusteward.domain import Month
+from service.api_tokens import Tokens
 from warehouse.control import Action, ControlError
 
-TOKENS_ENV = "GPUSTEWARD_API_TOKENS"
 MAX_BODY = 64 * 1024  # bytes; a larger Content-Length is refused with 413 before anything is read
 MAX_DEPTH = 16  # nesting of arrays and objects in a body; the API's own bodies are flat objects
 READ_TIMEOUT_S = 10.0  # headers and body must arrive within this; else 408 (or a silent close when idle)
@@ -59,51 +56,6 @@ class BadRequestError(ControlError):
     def __init__(self, message: str, *, where: str, status: int = 400) -> None:
         super().__init__(message, status=status)
         self.where = where
-
-
-class Tokens:
-    """Bearer tokens -> caller identity. Its repr never shows a token."""
-
-    def __init__(self, pairs: Mapping[str, str]) -> None:
-        self._by_token = {token: identity for identity, token in pairs.items() if token}
-
-    def __repr__(self) -> str:
-        return f"Tokens({len(self._by_token)} configured)"
-
-    def __len__(self) -> int:
-        return len(self._by_token)
-
-    def identify(self, header: str | None) -> str | None:
-        if not header or not header.startswith("Bearer "):
-            return None
-        offered = header.removeprefix("Bearer ").strip()
-        found = None
-        for token, identity in self._by_token.items():  # compare every one: no timing hint of a prefix
-            if hmac.compare_digest(token.encode(), offered.encode()):
-                found = identity
-        return found
-
-
-def parse_tokens(text: str) -> dict[str, str]:
-    """`identity:token` pairs separated by newlines or commas; blank lines and # comments skipped."""
-    pairs: dict[str, str] = {}
-    for raw in re.split(r"[\n,]", text):
-        line = raw.strip()
-        if not line or line.startswith("#"):
-            continue
-        identity, sep, token = line.partition(":")
-        if not sep or not identity.strip() or not token.strip():
-            raise ValueError("a token entry must look like identity:token (the entry is not shown)")
-        pairs[identity.strip()] = token.strip()
-    return pairs
-
-
-def load_tokens(files: list[Path], env: Mapping[str, str] | None = None) -> Tokens:
-    environ = os.environ if env is None else env
-    pairs = parse_tokens(environ.get(TOKENS_ENV, ""))
-    for path in files:
-        pairs |= parse_tokens(path.read_text(encoding="utf-8"))
-    return Tokens(pairs)
 
 
 @dataclass(frozen=True)

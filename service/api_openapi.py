@@ -13,6 +13,7 @@ from functools import cache
 from typing import Any
 
 from service.api import FIELDS, FINGERPRINT, MAX_BODY, MAX_SILENCE, MAX_TEXT, PLAN_ID
+from service.api_tokens import least_role
 from warehouse.control import Action
 
 VERSION = "1"
@@ -62,6 +63,7 @@ _ERROR_REF = {"$ref": "#/components/schemas/Error"}
 _REFUSALS = {
     "400": "malformed request, header or body (the answer names what and where)",
     "401": "no valid bearer token",
+    "403": "the token's role does not allow this action",
     "404": "no such plan or alert",
     "408": "the body did not arrive within the read timeout",
     "409": "the action conflicts with the current state",
@@ -89,6 +91,7 @@ def _operation(endpoint: Endpoint) -> dict[str, Any]:
         op["responses"] = {"200": {"description": "OK"}}
         return op
     op["security"] = [{"bearer": []}]
+    op["x-minimum-role"] = least_role(endpoint.action)
     op["requestBody"] = {
         "required": False,
         "content": {"application/json": {"schema": _body_schema(endpoint.action)}},
@@ -121,6 +124,7 @@ def openapi_document() -> dict[str, Any]:
         "components": {
             "schemas": {"Error": _ERROR},
             "securitySchemes": {"bearer": {"type": "http", "scheme": "bearer",
-                                           "description": "an identity:token pair of the service's token files"}},
+                                           "description": "a token of the service's token files; its role "
+                                                          "(viewer, operator, approver, admin) limits the actions"}},
         },
     }

@@ -49,15 +49,23 @@ def is_loopback(host: str) -> bool:
         return False  # a host name other than localhost may resolve anywhere
 
 
+def listen_refusal(host: str, tls: Tls | None, insecure: bool) -> str | None:
+    """Why plain HTTP on `host` is refused (None: it is not)."""
+    if tls is not None or is_loopback(host) or insecure:
+        return None
+    return (
+        f"listen address {host} is not loopback: give a TLS certificate and key (service.tls_cert and "
+        "service.tls_key, or --tls-cert and --tls-key), or --insecure-listen to serve plain HTTP anyway"
+    )
+
+
 def check_listen(host: str, tls: Tls | None, insecure: bool) -> None:
     """Refuse plain HTTP on a non-loopback address unless it was asked for; warn (every start) when it was."""
+    refusal = listen_refusal(host, tls, insecure)
+    if refusal is not None:
+        raise ListenError(refusal)
     if tls is not None or is_loopback(host):
         return
-    if not insecure:
-        raise ListenError(
-            f"listen address {host} is not loopback: give a TLS certificate and key (service.tls_cert and "
-            "service.tls_key, or --tls-cert and --tls-key), or --insecure-listen to serve plain HTTP anyway"
-        )
     log.warning(
         "serving the control API on %s over plain HTTP (--insecure-listen): bearer tokens and approvals cross "
         "the network unencrypted; give --tls-cert and --tls-key, or listen on 127.0.0.1 behind a TLS proxy", host

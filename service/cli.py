@@ -30,6 +30,7 @@ from service.cli_quota import quota
 from service.cli_scheduler import scheduler
 from service.cli_simulate_serve import serve_fleet
 from service.cli_slo import slo
+from service.cli_tokens import api_token
 from service.serve import serve
 
 
@@ -283,6 +284,7 @@ cli.add_command(quota)
 cli.add_command(collect)
 cli.add_command(serve_fleet)
 cli.add_command(slo)
+cli.add_command(api_token)
 
 
 def main() -> None:

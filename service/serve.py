@@ -29,8 +29,9 @@ from gpusteward.clock import Clock, SystemClock
 from gpusteward.config import Config
 from gpusteward.config.service import DEFAULT_IMPORT_IGNORE
 from gpusteward.domain import Month
-from service.api import ApiContext, Request, load_tokens
-from service.api_server import ApiServer, ListenError, Tls
+from service.api import ApiContext, Request
+from service.api_server import ApiServer, ListenError, Tls, listen_refusal
+from service.api_tokens import load_tokens
 from service.jobs import Job, JobResult, Scheduler
 from service.metrics import ServiceMetrics, epoch
 from service.tasks import (
@@ -349,6 +350,9 @@ def serve(  # noqa: PLR0917 - click passes options as keyword arguments
         tls_key=tls_key,
         insecure_listen=insecure_listen,
     )
+    refusal = listen_refusal(settings.host, settings.tls, settings.insecure_listen)
+    if refusal is not None:  # before the warehouse is opened or a job runs
+        raise click.UsageError(refusal)
     service = Service(config, settings)
     for sig in (signal.SIGTERM, signal.SIGINT):
         signal.signal(sig, lambda *_: service.stop.set())

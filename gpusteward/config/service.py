@@ -59,7 +59,10 @@ class ServiceConfig:
     import_interval: timedelta = opt(timedelta(minutes=5), "how often the import folders are looked at")
     evaluate_interval: timedelta = opt(timedelta(minutes=15), "how often the evaluation runs when new data arrived")
     alerts_interval: timedelta = opt(timedelta(minutes=5), "how often protection lines are checked and alerts sent")
-    token_files: list[str] = opt([], "files of identity:token lines for the control API (never logged)")
+    token_files: list[str] = opt(
+        [],
+        "control API token files: hashed per-person entries with a role (`gpusteward api-token`), or identity:token",
+    )
     tls_cert: str = opt("", "PEM certificate (chain) the API serves HTTPS with; needed off loopback, with tls_key")
     tls_key: str = opt("", "PEM private key of tls_cert; keep it readable by the service only")
     insecure_listen: bool = opt(

@@ -10,7 +10,7 @@ from collections.abc import Iterator
 
 import pytest
 
-from service.api import Tokens
+from service.api_tokens import Tokens
 from tests.service.api_rig import RecordingController, served_api
 
 TOKEN = "tok-alice-8c1b2f4e9a"

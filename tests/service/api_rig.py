@@ -17,9 +17,10 @@ from typing import Any
 
 from prometheus_client import CollectorRegistry
 
-from service.api import ApiContext, Request, Tokens
+from service.api import ApiContext, Request
 from service.api_app import MAX_IN_FLIGHT
 from service.api_server import ApiServer
+from service.api_tokens import Tokens
 
 NOW = datetime(2026, 11, 2, tzinfo=UTC)
 
@@ -53,14 +54,14 @@ class ServedApi:
 
 @contextmanager
 def served_api(
-    tokens: Mapping[str, str],
+    tokens: Mapping[str, str] | Tokens,
     *,
     read_timeout_s: float | None = None,
     ready: bool = False,
     controller: RecordingController | None = None,
     max_in_flight: int = MAX_IN_FLIGHT,
 ) -> Iterator[ServedApi]:
-    """The API with `tokens` (identity -> token) on 127.0.0.1, stopped on exit.
+    """The API with `tokens` (identity -> token, admins; or a Tokens) on 127.0.0.1, stopped on exit.
 
     `read_timeout_s`: None keeps the API's own default, so a regression test of that default
     (and of the code before it had one) sets nothing the older code does not take."""
@@ -68,7 +69,8 @@ def served_api(
     ready_event = threading.Event()
     if ready:
         ready_event.set()
-    parts = (CollectorRegistry(), Tokens(tokens), controller, ready_event, lambda: True)
+    known = tokens if isinstance(tokens, Tokens) else Tokens(tokens)
+    parts = (CollectorRegistry(), known, controller, ready_event, lambda: True)
     ctx = ApiContext(*parts) if read_timeout_s is None else ApiContext(*parts, read_timeout_s=read_timeout_s)
     with ApiServer(ctx, max_in_flight=max_in_flight) as server:
         yield ServedApi("127.0.0.1", server.port, controller, server.thread)

@@ -15,8 +15,9 @@ import httpx
 import pytest
 from prometheus_client import CollectorRegistry
 
-from service.api import ApiContext, Request, Tokens
+from service.api import ApiContext, Request
 from service.api_server import ApiServer
+from service.api_tokens import Tokens
 from tests.service.api_rig import RecordingController, ServedApi, served_api
 from tests.service.test_api_hostile import exchange, raw
 

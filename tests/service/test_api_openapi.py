@@ -14,8 +14,9 @@ from prometheus_client import CollectorRegistry
 from starlette.applications import Starlette
 from starlette.routing import Route
 
-from service.api import FIELDS, ApiContext, Tokens
+from service.api import FIELDS, ApiContext
 from service.api_app import InFlightLimit, make_app
+from service.api_tokens import Tokens
 from tests.service.api_rig import RecordingController, ServedApi, served_api
 
 TOKEN = "alice-secret-token"

@@ -5,6 +5,7 @@ httpx client that trusts it, and refuses to start with a broken key."""
 from __future__ import annotations
 
 import logging
+import shutil
 import ssl
 import subprocess
 import threading
@@ -12,10 +13,14 @@ from pathlib import Path
 
 import httpx
 import pytest
+from click.testing import CliRunner
 from prometheus_client import CollectorRegistry
 
-from service.api import ApiContext, Tokens
+from gpusteward.config import example_config_path
+from service.api import ApiContext
 from service.api_server import ApiServer, ListenError, Tls, check_listen, is_loopback
+from service.api_tokens import Tokens
+from service.cli import cli
 from tests.service.api_rig import RecordingController
 
 TOKEN = "alice-secret-token"
@@ -90,3 +95,16 @@ def test_loopback_stays_plain_http_without_a_warning(host: str, caplog: pytest.L
     with caplog.at_level(logging.WARNING):
         check_listen(host, None, insecure=False)
     assert caplog.records == []
+
+
+def test_serve_refuses_a_plain_non_loopback_listen_before_opening_anything(tmp_path: Path) -> None:
+    config = tmp_path / "gpusteward.toml"
+    shutil.copyfile(example_config_path(), config)
+    result = CliRunner().invoke(cli, ["serve", "--config", str(config), "--listen", "10.1.2.3:9464"])
+    assert result.exit_code == 2, result.output
+    assert "not loopback" in result.output
+    assert "--insecure-listen" in result.output
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["gpusteward.toml"]  # no warehouse was created
+    half = CliRunner().invoke(cli, ["serve", "--config", str(config), "--tls-cert", str(config)])
+    assert half.exit_code == 2
+    assert "both" in half.output

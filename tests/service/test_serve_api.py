@@ -2,16 +2,18 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import logging
 import time
 import urllib.request
+from datetime import timedelta
 from typing import Any
 
 import polars as pl
 import pytest
 
-from service.api import Tokens, load_tokens, parse_tokens
+from service.api_tokens import Tokens, load_tokens, parse_tokens
 from tests.service.serve_helpers import ServedDay
 from warehouse.readmodel import load_read_model
 
@@ -110,3 +112,23 @@ def test_tokens_come_from_env_and_files_and_never_show(tmp_path: Any) -> None:
         parse_tokens("just-a-secret")
     assert "just-a-secret" not in str(info.value)
     assert len(Tokens({})) == 0
+
+
+def test_gets_answer_while_a_job_holds_the_write_lock_and_actions_give_up_unrecorded(served: ServedDay) -> None:
+    """Issue 22: every control call waited on the job's lock. GETs never take it; an action waits at most
+    `action_wait`, then 503 with nothing recorded."""
+    service = served.service
+    before = load_read_model(served.root / "readmodel").control_actions().height
+    settings = service.settings
+    service.settings = dataclasses.replace(settings, action_wait=timedelta(seconds=0.5))
+    try:
+        with service.lock:  # as a long evaluation would
+            assert served.get("/healthz")[0] == 200
+            assert served.get("/metrics")[0] == 200
+            assert served.get("/api/v1/openapi.json")[0] == 200
+            status, body = post(served, "/api/v1/reviews", {"month": "2026-10"})
+    finally:
+        service.settings = settings
+    assert status == 503, body
+    assert "nothing was recorded" in body["error"]
+    assert load_read_model(served.root / "readmodel").control_actions().height == before
