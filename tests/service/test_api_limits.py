@@ -16,6 +16,7 @@ import pytest
 from prometheus_client import CollectorRegistry
 
 from service.api import ApiContext, Request
+from service.api_app import ACTION_THREADS
 from service.api_server import ApiServer
 from service.api_tokens import Tokens
 from tests.service.api_rig import RecordingController, ServedApi, served_api
@@ -194,3 +195,20 @@ def test_stopping_answers_the_requests_in_flight_then_closes() -> None:
     assert not server.thread.is_alive()
     with pytest.raises(httpx.ConnectError):
         httpx.get(f"{server.url}/healthz", timeout=5)
+
+
+def test_actions_waiting_for_the_lock_hold_a_bounded_number_of_threads() -> None:
+    """Was: one thread per connection, without bound. Ten actions waiting hold ACTION_THREADS worker
+    threads; the rest wait their turn on the event loop, holding none."""
+    held = HeldController()
+    with served_api({"alice": TOKEN}, controller=held, ready=True) as api:
+        results: list[int] = []
+        threads = [_post_in_thread(f"{api.url}/api/v1/plans/p-{i}/approve", results) for i in range(10)]
+        for _ in range(ACTION_THREADS):
+            assert held.entered.acquire(timeout=10)
+        assert not held.entered.acquire(timeout=0.5)  # a fifth action is not running: no thread for it
+        assert httpx.get(f"{api.url}/healthz", timeout=5).status_code == 200
+        held.release.set()
+        for thread in threads:
+            thread.join(30)
+        assert results == [200] * 10
