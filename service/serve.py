@@ -66,6 +66,7 @@ class ServeSettings:
     import_interval: timedelta = timedelta(minutes=5)
     evaluate_interval: timedelta = timedelta(minutes=15)
     alerts_interval: timedelta = timedelta(minutes=5)
+    publish_interval: timedelta = timedelta(minutes=5)
     review_interval: timedelta = timedelta(hours=1)
     settle: timedelta = timedelta(seconds=30)
     live_sources: tuple[tuple[LiveSource, timedelta], ...] = ()
@@ -241,6 +242,7 @@ class Service:
                 after_writes=self._publish,
                 on_permanent=self._permanent,
                 observer=self,
+                publish_every=self.settings.publish_interval,
             )
             try:
                 with self.lock:
@@ -399,6 +401,7 @@ def settings_from_config(
         evaluate_interval=evaluate_every or sc.evaluate_interval,
         tls=Tls(Path(cert), Path(key)) if cert and key else None,
         insecure_listen=sc.insecure_listen if insecure_listen is None else insecure_listen,
+        publish_interval=sc.publish_interval,
         live_sources=(
             *((src, src.spec.interval) for src in scrape_sources(config)),
             *((src, src.spec.interval) for src in slurm_sources(config)),

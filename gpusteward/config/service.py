@@ -59,6 +59,11 @@ class ServiceConfig:
     import_interval: timedelta = opt(timedelta(minutes=5), "how often the import folders are looked at")
     evaluate_interval: timedelta = opt(timedelta(minutes=15), "how often the evaluation runs when new data arrived")
     alerts_interval: timedelta = opt(timedelta(minutes=5), "how often protection lines are checked and alerts sent")
+    publish_interval: timedelta = opt(
+        timedelta(minutes=5),
+        "how long live scrapes' minutes may wait before the read model is published again (imports, evaluations"
+        " and control actions publish at once)",
+    )
     token_files: list[str] = opt(
         [],
         "control API token files: hashed per-person entries with a role (`gpusteward api-token`), or identity:token",
