@@ -4,10 +4,19 @@ from __future__ import annotations
 
 import argparse
 import json
+import multiprocessing
 import sys
 import time
+from concurrent.futures import ProcessPoolExecutor
+from typing import Any
 
 from bench.harness import load, machine, names
+
+
+def _run(name: str, quick: bool) -> tuple[Any, float]:
+    started = time.perf_counter()
+    result = load(name).run(quick)
+    return result, time.perf_counter() - started
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -15,14 +24,25 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("name", choices=[*names(), "all"])
     parser.add_argument("--json", action="store_true", help="print one JSON object")
     parser.add_argument("--quick", action="store_true", help="smaller inputs and fewer runs")
+    parser.add_argument(
+        "--jobs", type=int, default=1,
+        help="with `all`: run this many benches at once, each in its own process (CI's smoke run of --quick; "
+             "figures measured so share the machine, so compare only runs made alike)",
+    )
     args = parser.parse_args(argv)
     chosen = names() if args.name == "all" else (args.name,)
     results = {}
-    for name in chosen:
-        started = time.perf_counter()
-        results[name] = load(name).run(args.quick)
-        # On stderr, so a CI log shows which bench its time went to while --json output stays one object.
-        print(f"bench {name}: {time.perf_counter() - started:.1f} s", file=sys.stderr, flush=True)
+    if args.jobs > 1 and len(chosen) > 1:
+        with ProcessPoolExecutor(args.jobs, mp_context=multiprocessing.get_context("spawn")) as pool:
+            futures = {name: pool.submit(_run, name, args.quick) for name in chosen}
+            for name, future in futures.items():
+                results[name], seconds = future.result()
+                print(f"bench {name}: {seconds:.1f} s", file=sys.stderr, flush=True)
+    else:
+        for name in chosen:
+            results[name], seconds = _run(name, args.quick)
+            # On stderr, so a CI log shows which bench its time went to while --json output stays one object.
+            print(f"bench {name}: {seconds:.1f} s", file=sys.stderr, flush=True)
     out = results[args.name] if args.name != "all" else results
     out = {"machine": machine(), **out} if isinstance(out, dict) else out
     if args.json:

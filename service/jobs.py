@@ -121,7 +121,7 @@ class Scheduler:
             if result is not None and result.wrote:
                 wrote.append(job.name)
                 urgent = urgent or not result.batched
-        self.unpublished = self.unpublished or bool(wrote)
+        self.unpublished = self.after_writes is not None and (self.unpublished or bool(wrote))
         if self.unpublished and self.after_writes is not None and not self.stop.is_set():
             now = self.clock.now()
             if urgent or now >= self.published_at + self.publish_every:

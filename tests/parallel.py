@@ -66,14 +66,27 @@ def groups(items: list[pytest.Item]) -> dict[str, str]:
 
 # --- on each worker -------------------------------------------------------------------------------
 
+def slow_first(items: list[pytest.Item], group_of: dict[str, str]) -> list[pytest.Item]:
+    """The items of groups holding a `slow` test first, in collection order otherwise.
+
+    The scheduler hands out groups in collection order, so a long group collected last (the demo
+    month, the live service, the two-month quota loop) would start when the other worker has nothing
+    left to do, and the run would end with one worker busy for minutes: longest first is the classic
+    remedy. Deterministic, so every worker reports the same order."""
+    slow = {group_of[_module(i.nodeid)] for i in items if i.get_closest_marker("slow") is not None}
+    return sorted(items, key=lambda i: group_of[_module(i.nodeid)] not in slow)
+
+
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     workerinput: dict[str, Any] | None = getattr(config, "workerinput", None)
     if workerinput is None or GROUPS_FILE not in workerinput:
         return
+    found = groups(items)
+    items[:] = slow_first(items, found)
     target = Path(workerinput[GROUPS_FILE])
     # Every worker collects the same tests and writes the same map; replace atomically.
     partial = target.with_name(f"{target.name}.{os.getpid()}")
-    partial.write_text(json.dumps(groups(items), sort_keys=True), encoding="utf-8")
+    partial.write_text(json.dumps(found, sort_keys=True), encoding="utf-8")
     partial.replace(target)
 
 

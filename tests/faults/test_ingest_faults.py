@@ -24,6 +24,8 @@ from tests.simulated import MANIFEST_FILE, SIMULATED
 from warehouse import ingest as ingest_module
 from warehouse import open_warehouse
 
+pytestmark = pytest.mark.slow  # minutes: scheduled first (tests/parallel.py)
+
 IMPORT = "from service.cli import main; main()"
 ROOT = Path(__file__).resolve().parents[2]
 DEADLINE_S = 300  # a bound on reaching the pause, so a hang fails instead of blocking CI

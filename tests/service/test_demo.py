@@ -18,6 +18,8 @@ from tests.reports.english import english_sentences
 from tests.reports.test_chinese_only import names_of
 from tests.reports.test_no_cjk_font import fonts_of_chinese_text
 
+pytestmark = pytest.mark.slow  # minutes: scheduled first (tests/parallel.py)
+
 
 def run(*args: str) -> Result:
     return CliRunner().invoke(cli, list(args))

@@ -11,6 +11,9 @@ import time
 from pathlib import Path
 
 import httpx
+import pytest
+
+pytestmark = pytest.mark.slow  # minutes: scheduled first (tests/parallel.py)
 
 URLS = re.compile(r"dashboard: (http://127\.0\.0\.1:\d+/)\s+service: (http://127\.0\.0\.1:\d+)/metrics")
 STARTUP_LINES = 400  # the demo's own summary comes first

@@ -5,8 +5,12 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
+import pytest
+
 from tests.service.serve_helpers import ServedDay
 from warehouse.readmodel import load_read_model
+
+pytestmark = pytest.mark.slow  # minutes: scheduled first (tests/parallel.py)
 
 
 def test_the_day_was_imported_and_evaluated(served: ServedDay) -> None:

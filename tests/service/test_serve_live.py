@@ -33,6 +33,8 @@ from tests.alerts.server import Recorder, recording_server
 from tests.service.serve_helpers import Feeder
 from warehouse import open_warehouse
 
+pytestmark = pytest.mark.slow  # minutes: scheduled first (tests/parallel.py)
+
 START = datetime(2026, 10, 2, 5, 0, tzinfo=UTC)  # an hour before west-gpu-03's planted outage (06:00-12:00)
 HOURS = 8  # through the outage and the scraper's recovery, and the reserve breach (09:00-14:00) reaching the webhook
 NODES = 8
