@@ -33,60 +33,15 @@ from collections import Counter
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
-from quota.preemption import PreemptionRules
+from quota.replay_nodes import Nodes
+from quota.replay_queue import Key, Queue
+from quota.replay_types import ClusterModel, ReplayJob, ReplayResult, Segment
+
+__all__ = ["ClusterModel", "ReplayJob", "ReplayResult", "Segment", "run_replay"]
 
 INF = math.inf
 _PASSES = 4  # passes at one moment: a pass that preempted is followed by one for the requeued victims
 Holder = tuple[str, str]  # ("qos" | "account", name)
-
-
-@dataclass(frozen=True)
-class ClusterModel:
-    """What the replay knows of one cluster's scheduler besides the account limits it varies."""
-
-    node_gpus: tuple[int, ...]  # GPUs of each node, in node order
-    node_names: tuple[str, ...] = ()  # the nodes' names, to place jobs that started before the window
-    parents: Mapping[str, str | None] = field(default_factory=dict)  # account -> parent account
-    qos_limits: Mapping[str, int | None] = field(default_factory=dict)  # QOS -> GrpTRES gres/gpu
-    account_limits: Mapping[str, int | None] = field(default_factory=dict)  # the tree's, where the replay's omit one
-    rules: PreemptionRules = field(default_factory=PreemptionRules)
-
-    @classmethod
-    def pool(cls, gpus: int) -> ClusterModel:
-        """A cluster whose nodes are unknown: one node of all its GPUs (no packing)."""
-        return cls((gpus,))
-
-    @property
-    def gpus(self) -> int:
-        return sum(self.node_gpus)
-
-
-@dataclass(frozen=True)
-class ReplayJob:
-    """One job as the model replays it (a chain of requeued records is one job)."""
-
-    submit: float
-    work: float  # seconds of running it needs
-    limit: float  # its time limit in seconds (what backfill plans with)
-    gpus: int
-    nodes: int  # nodes it spans
-    account: str
-    qos: str
-    order: tuple[float, float, float]  # (-QOS priority, -priority, submit)
-    pinned_start: float | None = None  # started before the window: keeps this start
-    pinned_hosts: tuple[str, ...] = ()
-
-
-Segment = tuple[int, float, float, float]
-"""(job index, queued at, started at, ended at): one stretch of a job from eligible to end; a
-requeued job has one per start; inf: never started."""
-
-
-@dataclass(frozen=True)
-class ReplayResult:
-    segments: list[Segment]
-    placements: list[tuple[tuple[int, int], ...]]  # per segment, its (node, GPUs); () when it never started
-    preemptions: list[tuple[int, int, float]]  # (victim, preemptor, time)
 
 
 @dataclass
@@ -95,19 +50,45 @@ class _Reservation:
     spare: dict[int, int]  # reserved node -> GPUs a job running past `at` may still take there
 
 
+@dataclass
+class _Pass:
+    """What one pass keeps from one job it tries to the next."""
+
+    widest: int  # the most free GPUs on a node: no job whose share is above it fits without preempting
+    failed: dict[tuple[int, int], int] = field(default_factory=dict)
+    """(nodes, 1 short / 0 long / -1 by preemption) -> the smallest share that found no nodes"""
+    preempted: bool = False
+
+
+_NOTHING, _STARTED, _CHANGED, _STOP = 0, 1, 2, 3  # what trying one job did; _CHANGED: freed GPUs or let a QOS preempt
+
+
+def _split(gpus: int, nodes: list[int]) -> list[tuple[int, int]]:
+    if len(nodes) == 1:
+        return [(nodes[0], gpus)]
+    base, extra = divmod(gpus, len(nodes))
+    return [(n, base + (1 if k < extra else 0)) for k, n in enumerate(nodes)]
+
+
 class _Replay:
     def __init__(self, jobs: Sequence[ReplayJob], model: ClusterModel, limits: Mapping[str, int | None]) -> None:
-        self.jobs = jobs
         self.model = model
-        self.free = list(model.node_gpus)
+        self.nodes = Nodes(model.node_gpus)
+        self.free = self.nodes.free
         self.total_free = sum(self.free)
         self.index = {name: n for n, name in enumerate(model.node_names)}
-        paths: dict[tuple[str, str], list[tuple[Holder, int]]] = {}
-        self.shares = [self.share(j) for j in jobs]
-        self.chains = [paths.setdefault((j.account, j.qos), self._chain(j, limits)) if (j.account, j.qos) not in paths
-                       else paths[(j.account, j.qos)] for j in jobs]
-        self.used: Counter[Holder] = Counter()
-        self.pending: list[tuple[float, float, float, int]] = []
+        self.gpus = [j.gpus for j in jobs]
+        self.spans = [j.nodes for j in jobs]
+        self.shares = [-(-j.gpus // j.nodes) for j in jobs]
+        self.limit = [j.limit for j in jobs]
+        self.qos = [j.qos for j in jobs]
+        self.keys: list[Key] = [(*j.order, i) for i, j in enumerate(jobs)]
+        paths: dict[tuple[str, str], int] = {}
+        self.chain_of = [paths.setdefault((j.account, j.qos), len(paths)) for j in jobs]
+        self.chain_qos = [q for _a, q in paths]
+        self.number_limits(list(paths), limits)
+        self.queue = Queue(self.chain_of, self.gpus, self.spans, len(paths))
+        self.requeued: list[int] = []  # victims of this pass: queued from the next pass on
         self.events: list[tuple[float, int, int, int]] = []  # (time, 0 end / 1 arrival, job, run number)
         self.alloc: dict[int, list[tuple[int, int]]] = {}  # running job -> [(node, GPUs)]
         self.started: dict[int, float] = {}
@@ -120,9 +101,16 @@ class _Replay:
         self.preemptions: list[tuple[int, int, float]] = []
         self.running_qos: Counter[str] = Counter()
         self.pending_qos: Counter[str] = Counter()
-        self.preemptors = {q for q, v in model.rules.preempts.items() if v}
+        self.victims = {q: v for q, v in model.rules.preempts.items() if v}  # preempting QOS -> QOS it preempts
+        self.preyed_by: dict[str, list[str]] = {}  # preempted QOS -> the QOS that preempt it
+        for p, prey in self.victims.items():
+            for v in prey:
+                self.preyed_by.setdefault(v, []).append(p)
+        self.able = dict.fromkeys(self.victims, False)  # preempting QOS -> whether a job it may preempt runs
+        self.prey_gpus = {p: [0] * len(self.free) for p in self.victims}  # ... -> per node, GPUs of such jobs
+        self.prey_on: list[dict[int, None]] = [{} for _ in self.free]  # per node, its running jobs of a preempted QOS
         self.held: _Reservation | None = None  # the reservation of the last pass
-        self.held_key: tuple[float, float, float, int] | None = None  # ... and the job it is for
+        self.held_key: Key | None = None  # ... and the job it is for
         for i, job in enumerate(jobs):
             if job.pinned_start is not None:
                 self.queued[i] = job.submit
@@ -132,13 +120,13 @@ class _Replay:
 
     # -- limits ------------------------------------------------------------------------------------
 
-    def _chain(self, job: ReplayJob, limits: Mapping[str, int | None]) -> list[tuple[Holder, int]]:
+    def _chain(self, account: str, qos: str, limits: Mapping[str, int | None]) -> list[tuple[Holder, int]]:
         """The limits on the job's path, in Slurm's order: its QOS, its account, each ancestor."""
         chain: list[tuple[Holder, int]] = []
-        cap = self.model.qos_limits.get(job.qos)
+        cap = self.model.qos_limits.get(qos)
         if cap is not None:
-            chain.append((("qos", job.qos), cap))
-        at: str | None = job.account
+            chain.append((("qos", qos), cap))
+        at: str | None = account
         seen: set[str] = set()
         while at is not None and at not in seen:
             seen.add(at)
@@ -148,66 +136,89 @@ class _Replay:
             at = self.model.parents.get(at)
         return chain
 
-    def within_limits(self, i: int) -> bool:
-        size = self.jobs[i].gpus
-        return all(self.used[h] + size <= cap for h, cap in self.chains[i])
+    def number_limits(self, paths: list[tuple[str, str]], limits: Mapping[str, int | None]) -> None:
+        """Each limit path (account, QOS) as the numbers of its limits, and what each limit still allows."""
+        holders: dict[Holder, int] = {}
+        self.allows: list[int] = []  # per limit: the GPUs it still allows
+        self.chains: list[tuple[int, ...]] = []  # per limit path: its limits
+        for account, qos in paths:
+            for h, cap in self._chain(account, qos, limits):
+                if h not in holders:
+                    holders[h] = len(holders)
+                    self.allows.append(cap)
+            self.chains.append(tuple(holders[h] for h, _cap in self._chain(account, qos, limits)))
+        # The paths a job's start or end changes the room of: those sharing a limit with its own.
+        self.touches = [tuple(d for d, other in enumerate(self.chains) if set(other) & set(mine))
+                        for mine in self.chains]
+        self.room: list[float] = [min([self.allows[h] for h in on], default=INF) for on in self.chains]
+        """per limit path: the most GPUs one more job on it may take"""
+
+    def hold(self, i: int, gpus: int) -> None:
+        """Job i's GPUs count against (gpus > 0) or come back to (gpus < 0) every limit on its path."""
+        allows, room, chains, chain = self.allows, self.room, self.chains, self.chain_of[i]
+        for h in chains[chain]:
+            allows[h] -= gpus
+        for other in self.touches[chain]:
+            on = chains[other]
+            room[other] = allows[on[0]] if len(on) == 1 else min([allows[h] for h in on])
+
+    def track(self, i: int, alloc: list[tuple[int, int]], by: int) -> None:
+        """Job i starts (by 1) or stops (by -1): the running jobs per QOS, and for the QOS that may
+        preempt its QOS, whether they still may and what they could free on each node."""
+        q, running = self.qos[i], self.running_qos
+        running[q] += by
+        preyers = self.preyed_by.get(q)
+        if preyers is None:
+            return
+        for p in preyers:
+            freeable = self.prey_gpus[p]
+            for n, k in alloc:
+                freeable[n] += by * k
+        for n, _k in alloc:
+            if by > 0:
+                self.prey_on[n][i] = None
+            else:
+                del self.prey_on[n][i]
+        if running[q] == (1 if by > 0 else 0):
+            for p in preyers:
+                self.able[p] = any(running[v] > 0 for v in self.victims[p])
 
     # -- nodes -------------------------------------------------------------------------------------
-
-    @staticmethod
-    def share(job: ReplayJob) -> int:
-        return -(-job.gpus // job.nodes)
-
-    def split(self, job: ReplayJob, nodes: list[int]) -> list[tuple[int, int]]:
-        base, extra = divmod(job.gpus, len(nodes))
-        return [(n, base + (1 if k < extra else 0)) for k, n in enumerate(nodes)]
-
-    def fit(self, job: ReplayJob, room: Sequence[float]) -> list[int] | None:
-        """Best fit: the `nodes` nodes with the fewest free GPUs (room) that are enough, lowest index first."""
-        need = self.share(job)
-        found = sorted((room[n], n) for n in range(len(room)) if room[n] >= need)
-        if len(found) < job.nodes:
-            return None
-        return sorted(n for _r, n in found[: job.nodes])
 
     def pinned_nodes(self, job: ReplayJob) -> list[tuple[int, int]]:
         """A job that started before the window: its recorded nodes where known, else best fit (else
         the nodes with the most free GPUs, over their size if need be: it did run there)."""
         named = [self.index[h] for h in job.pinned_hosts if h in self.index]
         if len(named) == job.nodes:
-            return self.split(job, sorted(named))
-        nodes = self.fit(job, self.free)
+            return _split(job.gpus, sorted(named))
+        nodes = self.nodes.fit(-(-job.gpus // job.nodes), job.nodes)
         if nodes is None:
             nodes = sorted(sorted(range(len(self.free)), key=lambda n: (-self.free[n], n))[: job.nodes])
-        return self.split(job, nodes)
+        return _split(job.gpus, nodes)
 
     # -- starting and stopping ---------------------------------------------------------------------
 
     def begin(self, i: int, t: float, alloc: list[tuple[int, int]]) -> None:
-        job = self.jobs[i]
         for n, k in alloc:
-            self.free[n] -= k
-        self.total_free -= job.gpus
-        for h, _cap in self.chains[i]:
-            self.used[h] += job.gpus
+            self.nodes.change(n, -k)
+        self.total_free -= self.gpus[i]
+        self.hold(i, self.gpus[i])
         self.alloc[i] = alloc
         self.started[i] = t
-        self.running_qos[job.qos] += 1
-        bisect.insort(self.by_end, (t + job.limit, i))
+        self.track(i, alloc, 1)
+        bisect.insort(self.by_end, (t + self.limit[i], i))
         self.run_no[i] += 1
         heapq.heappush(self.events, (t + self.left[i], 0, i, self.run_no[i]))
 
     def stop(self, i: int, t: float) -> None:
-        job = self.jobs[i]
         alloc = self.alloc.pop(i)
         for n, k in alloc:
-            self.free[n] += k
-        self.total_free += job.gpus
-        for h, _cap in self.chains[i]:
-            self.used[h] -= job.gpus
+            self.nodes.change(n, k)
+        self.total_free += self.gpus[i]
+        self.hold(i, -self.gpus[i])
         start = self.started.pop(i)
-        self.running_qos[job.qos] -= 1
-        self.by_end.remove((start + job.limit, i))
+        self.track(i, alloc, -1)
+        del self.by_end[bisect.bisect_left(self.by_end, (start + self.limit[i], i))]
         self.segments.append((i, self.queued[i], start, t))
         self.placements.append(tuple(alloc))
         self.left[i] = max(0.0, self.left[i] - (t - start))
@@ -215,42 +226,32 @@ class _Replay:
     def preempt_for(self, i: int, t: float) -> list[tuple[int, int]] | None:
         """Nodes for job i by preempting jobs of a QOS its QOS may preempt: the nodes that cost the
         fewest preempted GPUs, victims youngest first; None when even that does not make room."""
-        job, rules = self.jobs[i], self.model.rules
-        victims: dict[int, list[int]] = {}
-        for j, alloc in self.alloc.items():
-            if rules.may_preempt(job.qos, self.jobs[j].qos):
-                for n, _k in alloc:
-                    victims.setdefault(n, []).append(j)
-        need = self.share(job)
-        costs = []
-        for n, on in victims.items():
-            freeable = self.free[n] + sum(k for j in on for m, k in self.alloc[j] if m == n)
-            if freeable >= need:
-                costs.append((max(0, need - self.free[n]), n))
-        for n in range(len(self.free)):
-            if n not in victims and self.free[n] >= need:
-                costs.append((0, n))
-        if len(costs) < job.nodes:
+        q, free, qos = self.qos[i], self.free, self.qos
+        prey, freeable = self.victims[q], self.prey_gpus[q]
+        need, count = self.shares[i], self.spans[i]
+        # Per node that can make room: the GPUs it costs (those beyond its free ones).
+        costs = sorted([(max(0, need - f), n) for n, f in enumerate(free) if f + freeable[n] >= need])
+        if len(costs) < count:
             return None
-        chosen = sorted(n for _c, n in sorted(costs)[: job.nodes])
+        chosen = sorted(n for _c, n in costs[:count])
         for n in chosen:
-            for j in sorted(victims.get(n, []), key=lambda j: (-self.started.get(j, -INF), -j)):
-                if self.free[n] >= need:
+            for j in sorted([j for j in self.prey_on[n] if qos[j] in prey], key=lambda j: (-self.started[j], -j)):
+                if free[n] >= need:
                     break
-                if j in self.alloc:
-                    self.preempt(j, t)
-                    self.preemptions.append((j, i, t))
-        return self.split(job, chosen)
+                self.preempt(j, t)
+                self.preemptions.append((j, i, t))
+        return _split(self.gpus[i], chosen)
 
     def enqueue(self, i: int) -> None:
-        bisect.insort(self.pending, (*self.jobs[i].order, i))
-        self.pending_qos[self.jobs[i].qos] += 1
+        self.queue.add(self.keys[i])
+        self.pending_qos[self.qos[i]] += 1
 
     def preempt(self, j: int, t: float) -> None:
         self.stop(j, t)
-        if self.model.rules.requeue.get(self.jobs[j].qos, True) and self.left[j] > 0:
+        if self.model.rules.requeue.get(self.qos[j], True) and self.left[j] > 0:
             self.queued[j] = t
-            self.enqueue(j)
+            self.requeued.append(j)  # pending now, tried from the next pass on
+            self.pending_qos[self.qos[j]] += 1
         else:
             self.left[j] = 0.0  # cancelled: its segment ended at t
 
@@ -258,125 +259,191 @@ class _Replay:
 
     def reserve(self, i: int, t: float) -> _Reservation | None:
         """Where and when job i can start earliest, by the time limits of the running jobs."""
-        job = self.jobs[i]
-        need = self.share(job)
-        room = list(self.free)
-        enough = sum(1 for r in room if r >= need)
-        at = t if enough >= job.nodes else None
+        need, count, free = self.shares[i], self.spans[i], self.free
+        enough = self.nodes.enough(need)
+        room: dict[int, int] = {}  # nodes whose GPUs come back before `at`: free by then
+        at = t if enough >= count else None
         for end, j in [] if at is not None else self.by_end:
             for n, k in self.alloc[j]:
-                before = room[n]
-                room[n] += k
-                if before < need <= room[n]:
+                before = room.get(n, free[n])
+                room[n] = before + k
+                if before < need <= before + k:
                     enough += 1
-            if enough >= job.nodes:
+            if enough >= count:
                 at = max(end, t)
                 break
         if at is None:
             return None
-        nodes = self.fit(job, room)
+        nodes = self.nodes.fit_over(need, count, room)
         if nodes is None:
             return None
-        return _Reservation(at, {n: room[n] - k for n, k in self.split(job, nodes)})
+        return _Reservation(at, {n: room.get(n, free[n]) - k for n, k in _split(self.gpus[i], nodes)})
 
     def place(self, i: int, t: float, held: _Reservation | None) -> list[tuple[int, int]] | None:
-        job = self.jobs[i]
-        if held is None or t + job.limit <= held.at:
-            nodes = self.fit(job, self.free)
+        long = held is not None and t + self.limit[i] > held.at
+        if held is None or not long:
+            nodes = self.nodes.fit(self.shares[i], self.spans[i])
         else:
-            room = [min(f, held.spare[n]) if n in held.spare else f for n, f in enumerate(self.free)]
-            nodes = self.fit(job, room)
+            free = self.free
+            nodes = self.nodes.fit_over(self.shares[i], self.spans[i],
+                                        {n: min(free[n], s) for n, s in held.spare.items()})
         if nodes is None:
             return None
-        alloc = self.split(job, nodes)
-        if held is not None and t + job.limit > held.at:
+        alloc = _split(self.gpus[i], nodes)
+        if held is not None and long:
             for n, k in alloc:
                 if n in held.spare:
                     held.spare[n] -= k
         return alloc
 
-    def can_preempt(self, i: int) -> bool:
-        return self.qos_can_preempt(self.jobs[i].qos)
-
     def qos_can_preempt(self, q: str) -> bool:
-        return q in self.preemptors and any(self.running_qos[v] > 0 for v in self.model.rules.preempts[q])
+        return self.able.get(q, False)
 
     def nobody_can_start(self) -> bool:
         """No free GPU, and no pending job that may preempt a running one."""
         return self.total_free <= 0 and not any(self.pending_qos[q] > 0 and self.qos_can_preempt(q)
-                                                for q in self.preemptors)
+                                                for q in self.victims)
 
-    def schedule(self, t: float, keys: list[tuple[float, float, float, int]]) -> bool:
+    def attempt(self, key: Key, t: float, run: _Pass) -> int:
+        """Try one pending job, as the pass over every pending job does (the frozen reference:
+        tests/quota/replay_reference.py): start it, preempt for it, or reserve for it."""
+        i = key[3]
+        q = self.qos[i]
+        preemptor = self.able.get(q, False)
+        if self.total_free <= 0 and not preemptor:
+            return _STOP if self.nobody_can_start() else _NOTHING
+        if self.gpus[i] > self.room[self.chain_of[i]]:
+            return _NOTHING  # a limit on its path holds it
+        share, spans = self.shares[i], self.spans[i]
+        alloc = None
+        # A job ahead of the reserved one is not bound by its reservation.
+        held = self.held if self.held_key is None or key > self.held_key else None
+        short = int(held is None or t + self.limit[i] <= held.at)
+        failed = run.failed
+        if share <= run.widest and share < failed.get((spans, short), INF):
+            alloc = self.place(i, t, held)
+            if alloc is None:
+                failed[(spans, short)] = share
+        changed = False
+        if alloc is None and preemptor and share < failed.get((spans, -1), INF):
+            alloc = self.preempt_for(i, t)
+            if alloc is None:
+                failed[(spans, -1)] = share
+            else:
+                run.preempted = changed = True
+                run.failed = {}  # the victims freed GPUs
+        if alloc is not None:
+            self.queue.remove(key)
+            self.pending_qos[q] -= 1
+            self.begin(i, t, alloc)
+            run.widest = self.nodes.widest()
+            # The first running job of a QOS that others preempt lets them preempt again.
+            return _CHANGED if changed or (q in self.preyed_by and self.running_qos[q] == 1) else _STARTED
+        if held is None:
+            self.held = self.reserve(i, t) or _Reservation(INF, {})
+            self.held_key = key
+        return _NOTHING
+
+    def schedule(self, t: float, keys: list[Key]) -> bool:
         """One pass at time t over `keys` (pending, in priority order); whether it preempted (the
         requeued victims then get a pass of their own). The pass's reservation is kept for the
         arrivals that come before anything ends."""
         if self.nobody_can_start():
             return False
-        preempted = False
-        failed: dict[tuple[int, int], int] = {}  # (nodes, 1 short / 0 long / -1 by preemption) -> smallest share
-        jobs, shares, chains, used, preemptors = self.jobs, self.shares, self.chains, self.used, self.preemptors
-        widest = max(self.free, default=0)  # no job whose share is above it fits without preempting
+        run = _Pass(self.nodes.widest())
         for key in keys:
-            i = key[3]
-            job = jobs[i]
-            preemptor = job.qos in preemptors and self.can_preempt(i)
-            if self.total_free <= 0 and not preemptor:
-                if self.nobody_can_start():
+            if self.attempt(key, t, run) == _STOP:
+                break
+        self.requeue()
+        return run.preempted
+
+    def schedule_all(self, t: float) -> bool:
+        """`schedule` over every pending job, trying only the jobs whose class may still start, reserve
+        or preempt: the heads of those classes, merged in priority order."""
+        if self.nobody_can_start():
+            return False
+        run = _Pass(self.nodes.widest())
+        heads = self.heads(None)
+        queue = self.queue
+        while heads:
+            key, c = heapq.heappop(heads)
+            if not self.worth_trying(c, key, run):
+                continue  # nor any later job of its class, until GPUs come back
+            done = self.attempt(key, t, run)
+            if done == _STOP:
+                break
+            if done == _CHANGED:
+                heads = self.heads(key)
+                continue
+            later = queue.after(c, key)
+            if later is not None:
+                heapq.heappush(heads, (later, c))
+        self.requeue()
+        return run.preempted
+
+    def heads(self, after: Key | None) -> list[tuple[Key, int]]:
+        """The first job after `after` of each class whose limits let one more job of it start (a heap)."""
+        queue, heads = self.queue, []
+        out_of_gpus = self.total_free <= 0
+        for chain in queue.live:
+            if out_of_gpus and not self.qos_can_preempt(self.chain_qos[chain]):
+                continue
+            room = self.room[chain]
+            for c in queue.chain_classes[chain]:
+                if queue.class_gpus[c] > room:
                     break
-                continue
-            size = job.gpus
-            if any(used[h] + size > cap for h, cap in chains[i]):
-                continue
-            share = shares[i]
-            alloc = None
-            # A job ahead of the reserved one is not bound by its reservation.
-            held = self.held if self.held_key is None or key > self.held_key else None
-            short = int(held is None or t + job.limit <= held.at)
-            if share <= widest and share < failed.get((job.nodes, short), INF):
-                alloc = self.place(i, t, held)
-                if alloc is None:
-                    failed[(job.nodes, short)] = share
-            if alloc is None and preemptor and share < failed.get((job.nodes, -1), INF):
-                alloc = self.preempt_for(i, t)
-                if alloc is None:
-                    failed[(job.nodes, -1)] = share
-                else:
-                    preempted = True
-                    failed = {}  # the victims freed GPUs
-            if alloc is not None:
-                self.pending.remove(key)
-                self.pending_qos[job.qos] -= 1
-                self.begin(i, t, alloc)
-                widest = max(self.free, default=0)
-            elif held is None:
-                self.held = self.reserve(i, t) or _Reservation(INF, {})
-                self.held_key = key
-        return preempted
+                key = queue.after(c, after)
+                if key is not None:
+                    heads.append((key, c))
+        heapq.heapify(heads)
+        return heads
+
+    def worth_trying(self, c: int, key: Key, run: _Pass) -> bool:
+        """Whether class c's next job (`key`) may start, reserve or preempt. False only when no later
+        job of the class can either until a job is preempted or a QOS may preempt again: limits and
+        free GPUs only shrink in a pass until then, and past the reserved job only a job that fits
+        (or preempts) does anything."""
+        queue = self.queue
+        chain = queue.class_chain[c]
+        preemptor = self.qos_can_preempt(self.chain_qos[chain])
+        if (self.total_free <= 0 and not preemptor) or queue.class_gpus[c] > self.room[chain]:
+            return False
+        if self.held_key is None or key <= self.held_key:
+            return True  # it would reserve
+        share, spans = queue.class_share[c], queue.class_spans[c]
+        return (preemptor and share < run.failed.get((spans, -1), INF)) or self.nodes.enough(share) >= spans
+
+    def requeue(self) -> None:
+        for j in self.requeued:
+            self.queue.add(self.keys[j])
+        self.requeued.clear()
 
     def run(self) -> ReplayResult:
-        while self.events:
-            t = self.events[0][0]
+        events = self.events
+        while events:
+            t = events[0][0]
             freed = False
-            arrived: list[tuple[float, float, float, int]] = []
-            while self.events and self.events[0][0] == t:
-                _t, kind, i, run_no = heapq.heappop(self.events)
+            arrived: list[Key] = []
+            while events and events[0][0] == t:
+                _t, kind, i, run_no = heapq.heappop(events)
                 if kind == 0:
                     if run_no == self.run_no[i] and i in self.alloc:  # else: preempted before this end
                         self.stop(i, t)
                         freed = True
                 else:
                     self.enqueue(i)
-                    arrived.append((*self.jobs[i].order, i))
+                    arrived.append(self.keys[i])
             # Nothing freed: what failed before fails again, only the arrivals are new (unless one of
             # them preempted: then the requeued victims need a full pass too).
             if freed or (arrived and not self.nobody_can_start() and self.schedule(t, sorted(arrived))):
                 # GPUs came back: a full pass, with a fresh reservation.
                 self.held, self.held_key = None, None
                 passes, again = 0, True
-                while again and self.pending and passes < _PASSES:
-                    again = self.schedule(t, list(self.pending))
+                while again and self.queue and passes < _PASSES:
+                    again = self.schedule_all(t)
                     passes += 1
-        for *_k, i in self.pending:
+        for key in self.queue.in_order():
+            i = key[3]
             self.segments.append((i, self.queued[i], INF, INF))
             self.placements.append(())
         return ReplayResult(self.segments, self.placements, self.preemptions)
