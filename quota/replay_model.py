@@ -363,28 +363,37 @@ class _Replay:
         if self.nobody_can_start():
             return False
         run = _Pass(self.nodes.widest())
-        heads = self.heads(None)
-        queue = self.queue
+        heads = self.heads(None, run)
+        queue, last = self.queue, None
         while heads:
-            key, c = heapq.heappop(heads)
-            if not self.worth_trying(c, key, run):
-                continue  # nor any later job of its class, until GPUs come back
-            done = self.attempt(key, t, run)
+            key, c, reserver = heapq.heappop(heads)
+            if key == last:
+                continue  # a class can be in the heap twice: as one that fits and as the next reserver
+            last = key
+            # A class not worth trying stays so for the rest of the pass, unless GPUs come back.
+            done = self.attempt(key, t, run) if self.worth_trying(c, key, run) else None
             if done == _STOP:
                 break
             if done == _CHANGED:
-                heads = self.heads(key)
-                continue
-            later = queue.after(c, key)
-            if later is not None:
-                heapq.heappush(heads, (later, c))
+                heads = self.heads(key, run)
+            elif reserver:
+                if self.held_key is None or self.held_key > key:  # nothing reserved: the next that would
+                    heads += self.heads(key, run, reserver_only=True)
+                    heapq.heapify(heads)
+            elif done is not None:
+                later = queue.after(c, key)
+                if later is not None:
+                    heapq.heappush(heads, (later, c, False))
         self.requeue()
         return run.preempted
 
-    def heads(self, after: Key | None) -> list[tuple[Key, int]]:
-        """The first job after `after` of each class whose limits let one more job of it start (a heap)."""
+    def heads(self, after: Key | None, run: _Pass, *, reserver_only: bool = False) -> list[tuple[Key, int, bool]]:
+        """A heap of the first job after `after` of each class whose limits let one more job of it
+        start and that fits or may preempt, and of the first job of the other classes within their
+        limits (the next reserver: such a job does something only while no reservation is made)."""
         queue, heads = self.queue, []
         out_of_gpus = self.total_free <= 0
+        reserver: tuple[Key, int, bool] | None = None
         for chain in queue.live:
             if out_of_gpus and not self.qos_can_preempt(self.chain_qos[chain]):
                 continue
@@ -393,10 +402,24 @@ class _Replay:
                 if queue.class_gpus[c] > room:
                     break
                 key = queue.after(c, after)
-                if key is not None:
-                    heads.append((key, c))
+                if key is None:
+                    continue
+                if self.fits(c, run):
+                    if not reserver_only:
+                        heads.append((key, c, False))
+                elif reserver is None or key < reserver[0]:
+                    reserver = (key, c, True)
+        if reserver is not None:
+            heads.append(reserver)
         heapq.heapify(heads)
         return heads
+
+    def fits(self, c: int, run: _Pass) -> bool:
+        """Whether a job of class c may find nodes now, free or by preempting."""
+        queue = self.queue
+        share, spans = queue.class_share[c], queue.class_spans[c]
+        preemptor = self.qos_can_preempt(self.chain_qos[queue.class_chain[c]])
+        return (preemptor and share < run.failed.get((spans, -1), INF)) or self.nodes.enough(share) >= spans
 
     def worth_trying(self, c: int, key: Key, run: _Pass) -> bool:
         """Whether class c's next job (`key`) may start, reserve or preempt. False only when no later
@@ -405,13 +428,12 @@ class _Replay:
         (or preempts) does anything."""
         queue = self.queue
         chain = queue.class_chain[c]
-        preemptor = self.qos_can_preempt(self.chain_qos[chain])
-        if (self.total_free <= 0 and not preemptor) or queue.class_gpus[c] > self.room[chain]:
+        if (self.total_free <= 0 and not self.qos_can_preempt(self.chain_qos[chain])) or \
+                queue.class_gpus[c] > self.room[chain]:
             return False
         if self.held_key is None or key <= self.held_key:
             return True  # it would reserve
-        share, spans = queue.class_share[c], queue.class_spans[c]
-        return (preemptor and share < run.failed.get((spans, -1), INF)) or self.nodes.enough(share) >= spans
+        return self.fits(c, run)
 
     def requeue(self) -> None:
         for j in self.requeued:

@@ -6,8 +6,10 @@ fit, jobs that started before the window) and limits."""
 
 from __future__ import annotations
 
+import random
 from typing import Any
 
+import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -86,3 +88,61 @@ def test_the_fast_model_replays_exactly_as_the_reference(
 @given(job_lists(), st.integers(1, 16))
 def test_a_pool_without_nodes_or_limits_replays_exactly_as_the_reference(jobs: list[ReplayJob], gpus: int) -> None:
     _same(jobs, ClusterModel.pool(gpus), {})
+
+
+def _busy_month(seed: int, jobs: int, tight: bool) -> tuple[list[ReplayJob], ClusterModel, dict[str, int | None]]:
+    """A seeded busy cluster: long queues held by limits and by capacity, multi-node jobs, time limits
+    from a few rounded values, two preempting QOS (the shape of the simulated fleet's clusters)."""
+    rng = random.Random(seed)
+    model = ClusterModel(
+        (8,) * 12, tuple(f"n{k}" for k in range(12)), parents={"a": "p", "b": "p", "c": None, "d": "q"},
+        account_limits={"p": 60}, qos_limits={"low": 40},
+        rules=PreemptionRules({"high": frozenset({"low"}), "normal": frozenset({"low"})}, {"low": seed % 2 == 0}))
+    out = []
+    for _ in range(jobs):
+        qos = rng.choice(["high", "normal", "normal", "low", "low"])
+        gpus = rng.choice([1, 1, 1, 2, 2, 4, 8, 16, 24])
+        submit = float(rng.randrange(0, 200_000, 60))
+        work = float(rng.randrange(60, 30_000, 30))
+        out.append(ReplayJob(
+            submit=submit, work=work, limit=max(work, float(rng.choice([3600, 7200, 14_400, 86_400]))), gpus=gpus,
+            nodes=max(1, -(-gpus // 8)), account=rng.choice(ACCOUNTS), qos=qos,
+            order=(-float(QOS_PRIORITY[qos]), -float(rng.randrange(3)), submit)))
+    if tight:  # limits that hold most of the queue, so a start often leaves the next job of a path held
+        return out, model, {"a": 8, "b": 12, "c": 6, "d": 4, "q": 6}
+    return out, model, {"a": 24, "b": None, "c": 32, "d": 16, "q": 20}
+
+
+@pytest.mark.parametrize(("seed", "tight"), [(1, False), (2, False), (3, True), (4, True)])
+def test_a_busy_month_replays_exactly_as_the_reference(seed: int, tight: bool) -> None:
+    jobs, model, limits = _busy_month(seed, 1500, tight)
+    expected = reference_replay(jobs, model, limits)
+    assert tight or expected.preemptions  # preemption is exercised (tight limits leave no low job to preempt)
+    assert sum(s > q for _i, q, s, _e in expected.segments) > len(jobs) / 2  # and queues: most jobs waited
+    _same(jobs, model, limits)
+
+
+def _job(account: str, gpus: int, submit: float, work: float, limit: float, *, host: str | None = None) -> ReplayJob:
+    return ReplayJob(submit=submit, work=work, limit=limit, gpus=gpus, nodes=1, account=account, qos="normal",
+                     order=(0.0, 0.0, submit), pinned_start=0.0 if host else None, pinned_hosts=(host,) if host else ())
+
+
+def test_when_the_job_that_would_reserve_is_held_by_a_limit_the_next_one_reserves() -> None:
+    # At 50 a GPU job ends and the pass starts F on n1; that takes the last of account a's limit, so R
+    # (a's 4-GPU job, the first that would reserve) is passed over, and R2 reserves n1 from 100 on.
+    # L, after R2 and running past 100, may not take n1's last free GPU: it waits for F's end, when a
+    # new pass reserves for R (a has room again).
+    model = ClusterModel((8, 8), ("n0", "n1"))
+    jobs = [
+        _job("c", 8, -1.0, 300.0, 300.0, host="n0"),
+        _job("c", 6, -1.0, 100.0, 100.0, host="n1"),
+        _job("c", 2, -1.0, 50.0, 50.0, host="n1"),
+        _job("a", 1, 10.0, 40.0, 40.0),  # F
+        _job("a", 4, 20.0, 10.0, 10.0),  # R
+        _job("b", 8, 30.0, 10.0, 10.0),  # R2
+        _job("d", 1, 40.0, 10.0, 1000.0),  # L
+    ]
+    result = run_replay(jobs, model, {"a": 4})
+    starts = {i: s for i, _q, s, _e in result.segments}
+    assert [starts[i] for i in range(3, 7)] == [50.0, 100.0, 110.0, 90.0]  # L starts when F ends, not at 50
+    _same(jobs, model, {"a": 4})
