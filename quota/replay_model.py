@@ -22,6 +22,13 @@ What it models, each as Slurm does it (docs/quota.md, "The replay", has the grou
   checkpoints resumes: the work a real requeue loses is in the records' run times already); a
   CANCEL victim ends.
 Deterministic: every choice breaks ties by node index or job index.
+
+How it is computed: its results are exactly those of the plain model, one pass over every pending
+job at every event, frozen in tests/quota/replay_reference.py (the tests compare them). A pass here
+tries only the jobs that can do something: pending jobs are kept per class (quota.replay_queue), a
+class held by a limit or finding no nodes past the reservation is passed over whole, nodes are kept
+in best-fit order (quota.replay_nodes), and limits' room and what each preempting QOS could free are
+kept up to date at each start and end (docs/performance.md, "Replay").
 """
 
 from __future__ import annotations
@@ -33,7 +40,9 @@ from collections import Counter
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
+from quota.replay_limits import Limits
 from quota.replay_nodes import Nodes
+from quota.replay_prey import Prey
 from quota.replay_queue import Key, Queue
 from quota.replay_types import ClusterModel, ReplayJob, ReplayResult, Segment
 
@@ -41,7 +50,6 @@ __all__ = ["ClusterModel", "ReplayJob", "ReplayResult", "Segment", "run_replay"]
 
 INF = math.inf
 _PASSES = 4  # passes at one moment: a pass that preempted is followed by one for the requeued victims
-Holder = tuple[str, str]  # ("qos" | "account", name)
 
 
 @dataclass
@@ -86,7 +94,8 @@ class _Replay:
         paths: dict[tuple[str, str], int] = {}
         self.chain_of = [paths.setdefault((j.account, j.qos), len(paths)) for j in jobs]
         self.chain_qos = [q for _a, q in paths]
-        self.number_limits(list(paths), limits)
+        self.limits = Limits(model, list(paths), limits)
+        self.room = self.limits.room
         self.queue = Queue(self.chain_of, self.gpus, self.spans, len(paths))
         self.requeued: list[int] = []  # victims of this pass: queued from the next pass on
         self.events: list[tuple[float, int, int, int]] = []  # (time, 0 end / 1 arrival, job, run number)
@@ -99,16 +108,9 @@ class _Replay:
         self.segments: list[Segment] = []
         self.placements: list[tuple[tuple[int, int], ...]] = []
         self.preemptions: list[tuple[int, int, float]] = []
-        self.running_qos: Counter[str] = Counter()
         self.pending_qos: Counter[str] = Counter()
-        self.victims = {q: v for q, v in model.rules.preempts.items() if v}  # preempting QOS -> QOS it preempts
-        self.preyed_by: dict[str, list[str]] = {}  # preempted QOS -> the QOS that preempt it
-        for p, prey in self.victims.items():
-            for v in prey:
-                self.preyed_by.setdefault(v, []).append(p)
-        self.able = dict.fromkeys(self.victims, False)  # preempting QOS -> whether a job it may preempt runs
-        self.prey_gpus = {p: [0] * len(self.free) for p in self.victims}  # ... -> per node, GPUs of such jobs
-        self.prey_on: list[dict[int, None]] = [{} for _ in self.free]  # per node, its running jobs of a preempted QOS
+        self.prey = Prey(model.rules.preempts, len(self.free))
+        self.victims, self.able, self.running_qos = self.prey.victims, self.prey.able, self.prey.running
         self.held: _Reservation | None = None  # the reservation of the last pass
         self.held_key: Key | None = None  # ... and the job it is for
         for i, job in enumerate(jobs):
@@ -117,71 +119,6 @@ class _Replay:
                 self.begin(i, job.pinned_start, self.pinned_nodes(job))
             else:
                 heapq.heappush(self.events, (job.submit, 1, i, 0))
-
-    # -- limits ------------------------------------------------------------------------------------
-
-    def _chain(self, account: str, qos: str, limits: Mapping[str, int | None]) -> list[tuple[Holder, int]]:
-        """The limits on the job's path, in Slurm's order: its QOS, its account, each ancestor."""
-        chain: list[tuple[Holder, int]] = []
-        cap = self.model.qos_limits.get(qos)
-        if cap is not None:
-            chain.append((("qos", qos), cap))
-        at: str | None = account
-        seen: set[str] = set()
-        while at is not None and at not in seen:
-            seen.add(at)
-            cap = limits[at] if at in limits else self.model.account_limits.get(at)
-            if cap is not None:
-                chain.append((("account", at), cap))
-            at = self.model.parents.get(at)
-        return chain
-
-    def number_limits(self, paths: list[tuple[str, str]], limits: Mapping[str, int | None]) -> None:
-        """Each limit path (account, QOS) as the numbers of its limits, and what each limit still allows."""
-        holders: dict[Holder, int] = {}
-        self.allows: list[int] = []  # per limit: the GPUs it still allows
-        self.chains: list[tuple[int, ...]] = []  # per limit path: its limits
-        for account, qos in paths:
-            for h, cap in self._chain(account, qos, limits):
-                if h not in holders:
-                    holders[h] = len(holders)
-                    self.allows.append(cap)
-            self.chains.append(tuple(holders[h] for h, _cap in self._chain(account, qos, limits)))
-        # The paths a job's start or end changes the room of: those sharing a limit with its own.
-        self.touches = [tuple(d for d, other in enumerate(self.chains) if set(other) & set(mine))
-                        for mine in self.chains]
-        self.room: list[float] = [min([self.allows[h] for h in on], default=INF) for on in self.chains]
-        """per limit path: the most GPUs one more job on it may take"""
-
-    def hold(self, i: int, gpus: int) -> None:
-        """Job i's GPUs count against (gpus > 0) or come back to (gpus < 0) every limit on its path."""
-        allows, room, chains, chain = self.allows, self.room, self.chains, self.chain_of[i]
-        for h in chains[chain]:
-            allows[h] -= gpus
-        for other in self.touches[chain]:
-            on = chains[other]
-            room[other] = allows[on[0]] if len(on) == 1 else min([allows[h] for h in on])
-
-    def track(self, i: int, alloc: list[tuple[int, int]], by: int) -> None:
-        """Job i starts (by 1) or stops (by -1): the running jobs per QOS, and for the QOS that may
-        preempt its QOS, whether they still may and what they could free on each node."""
-        q, running = self.qos[i], self.running_qos
-        running[q] += by
-        preyers = self.preyed_by.get(q)
-        if preyers is None:
-            return
-        for p in preyers:
-            freeable = self.prey_gpus[p]
-            for n, k in alloc:
-                freeable[n] += by * k
-        for n, _k in alloc:
-            if by > 0:
-                self.prey_on[n][i] = None
-            else:
-                del self.prey_on[n][i]
-        if running[q] == (1 if by > 0 else 0):
-            for p in preyers:
-                self.able[p] = any(running[v] > 0 for v in self.victims[p])
 
     # -- nodes -------------------------------------------------------------------------------------
 
@@ -202,10 +139,10 @@ class _Replay:
         for n, k in alloc:
             self.nodes.change(n, -k)
         self.total_free -= self.gpus[i]
-        self.hold(i, self.gpus[i])
+        self.limits.hold(self.chain_of[i], self.gpus[i])
         self.alloc[i] = alloc
         self.started[i] = t
-        self.track(i, alloc, 1)
+        self.prey.track(i, self.qos[i], alloc, 1)
         bisect.insort(self.by_end, (t + self.limit[i], i))
         self.run_no[i] += 1
         heapq.heappush(self.events, (t + self.left[i], 0, i, self.run_no[i]))
@@ -215,9 +152,9 @@ class _Replay:
         for n, k in alloc:
             self.nodes.change(n, k)
         self.total_free += self.gpus[i]
-        self.hold(i, -self.gpus[i])
+        self.limits.hold(self.chain_of[i], -self.gpus[i])
         start = self.started.pop(i)
-        self.track(i, alloc, -1)
+        self.prey.track(i, self.qos[i], alloc, -1)
         del self.by_end[bisect.bisect_left(self.by_end, (start + self.limit[i], i))]
         self.segments.append((i, self.queued[i], start, t))
         self.placements.append(tuple(alloc))
@@ -227,7 +164,7 @@ class _Replay:
         """Nodes for job i by preempting jobs of a QOS its QOS may preempt: the nodes that cost the
         fewest preempted GPUs, victims youngest first; None when even that does not make room."""
         q, free, qos = self.qos[i], self.free, self.qos
-        prey, freeable = self.victims[q], self.prey_gpus[q]
+        prey, freeable = self.victims[q], self.prey.gpus[q]
         need, count = self.shares[i], self.spans[i]
         # Per node that can make room: the GPUs it costs (those beyond its free ones).
         costs = sorted([(max(0, need - f), n) for n, f in enumerate(free) if f + freeable[n] >= need])
@@ -235,7 +172,7 @@ class _Replay:
             return None
         chosen = sorted(n for _c, n in costs[:count])
         for n in chosen:
-            for j in sorted([j for j in self.prey_on[n] if qos[j] in prey], key=lambda j: (-self.started[j], -j)):
+            for j in sorted([j for j in self.prey.on[n] if qos[j] in prey], key=lambda j: (-self.started[j], -j)):
                 if free[n] >= need:
                     break
                 self.preempt(j, t)
@@ -338,7 +275,7 @@ class _Replay:
             self.begin(i, t, alloc)
             run.widest = self.nodes.widest()
             # The first running job of a QOS that others preempt lets them preempt again.
-            return _CHANGED if changed or (q in self.preyed_by and self.running_qos[q] == 1) else _STARTED
+            return _CHANGED if changed or (q in self.prey.preyed_by and self.running_qos[q] == 1) else _STARTED
         if held is None:
             self.held = self.reserve(i, t) or _Reservation(INF, {})
             self.held_key = key
