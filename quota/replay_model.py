@@ -38,7 +38,7 @@ import heapq
 import math
 from collections import Counter
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 from quota.replay_limits import Limits
 from quota.replay_nodes import Nodes
@@ -58,14 +58,16 @@ class _Reservation:
     spare: dict[int, int]  # reserved node -> GPUs a job running past `at` may still take there
 
 
-@dataclass
 class _Pass:
     """What one pass keeps from one job it tries to the next."""
 
-    widest: int  # the most free GPUs on a node: no job whose share is above it fits without preempting
-    failed: dict[tuple[int, int], int] = field(default_factory=dict)
-    """(nodes, 1 short / 0 long / -1 by preemption) -> the smallest share that found no nodes"""
-    preempted: bool = False
+    __slots__ = ("failed", "preempted", "widest")
+
+    def __init__(self, widest: int) -> None:
+        self.widest = widest  # the most free GPUs on a node: no job whose share is above it fits without preempting
+        self.failed: dict[tuple[int, int], int] = {}
+        """(nodes, 1 short / 0 long / -1 by preemption) -> the smallest share that found no nodes"""
+        self.preempted = False
 
 
 _NOTHING, _STARTED, _CHANGED, _STOP = 0, 1, 2, 3  # what trying one job did; _CHANGED: freed GPUs or let a QOS preempt
@@ -136,10 +138,12 @@ class _Replay:
     # -- starting and stopping ---------------------------------------------------------------------
 
     def begin(self, i: int, t: float, alloc: list[tuple[int, int]]) -> None:
+        change = self.nodes.change
         for n, k in alloc:
-            self.nodes.change(n, -k)
-        self.total_free -= self.gpus[i]
-        self.limits.hold(self.chain_of[i], self.gpus[i])
+            change(n, -k)
+        gpus = self.gpus[i]
+        self.total_free -= gpus
+        self.limits.hold(self.chain_of[i], gpus)
         self.alloc[i] = alloc
         self.started[i] = t
         self.prey.track(i, self.qos[i], alloc, 1)
@@ -149,10 +153,12 @@ class _Replay:
 
     def stop(self, i: int, t: float) -> None:
         alloc = self.alloc.pop(i)
+        change = self.nodes.change
         for n, k in alloc:
-            self.nodes.change(n, k)
-        self.total_free += self.gpus[i]
-        self.limits.hold(self.chain_of[i], -self.gpus[i])
+            change(n, k)
+        gpus = self.gpus[i]
+        self.total_free += gpus
+        self.limits.hold(self.chain_of[i], -gpus)
         start = self.started.pop(i)
         self.prey.track(i, self.qos[i], alloc, -1)
         del self.by_end[bisect.bisect_left(self.by_end, (start + self.limit[i], i))]
@@ -328,20 +334,28 @@ class _Replay:
         """A heap of the first job after `after` of each class whose limits let one more job of it
         start and that fits or may preempt, and of the first job of the other classes within their
         limits (the next reserver: such a job does something only while no reservation is made)."""
-        queue, heads = self.queue, []
+        queue, heads, failed, waiting = self.queue, [], run.failed, self.queue.waiting
+        class_gpus, class_share, class_spans = queue.class_gpus, queue.class_share, queue.class_spans
         out_of_gpus = self.total_free <= 0
         reserver: tuple[Key, int, bool] | None = None
+        enough: dict[int, int] = {}  # share -> nodes with that many GPUs free
         for chain in queue.live:
-            if out_of_gpus and not self.qos_can_preempt(self.chain_qos[chain]):
+            preemptor = self.able.get(self.chain_qos[chain], False)
+            if out_of_gpus and not preemptor:
                 continue
             room = self.room[chain]
             for c in queue.chain_classes[chain]:
-                if queue.class_gpus[c] > room:
+                if class_gpus[c] > room:
                     break
-                key = queue.after(c, after)
-                if key is None:
+                jobs = waiting[c]
+                at = 0 if after is None else bisect.bisect_right(jobs, after)
+                if at == len(jobs):
                     continue
-                if self.fits(c, run):
+                key, share, spans = jobs[at], class_share[c], class_spans[c]
+                if share not in enough:
+                    enough[share] = self.nodes.enough(share)
+                # As `fits`, with the free nodes counted once per share.
+                if enough[share] >= spans or (preemptor and share < failed.get((spans, -1), INF)):
                     if not reserver_only:
                         heads.append((key, c, False))
                 elif reserver is None or key < reserver[0]:
