@@ -29,13 +29,15 @@ def models(draw: st.DrawFn) -> ClusterModel:
     shape = tuple(draw(st.lists(st.sampled_from([2, 4, 8]), min_size=1, max_size=6)))
     parents: dict[str, str | None] = {a: draw(st.sampled_from(["p", "q", None])) for a in ACCOUNTS}
     parents["q"] = draw(st.sampled_from(["p", None]))
+    # Any QOS may preempt any other, a lower one too (preemption_rules keeps such a pair when it is not
+    # given the QOS priorities): then a victim's job can come first in a pass and start, after which
+    # a later job may preempt it in the same pass.
     preempts: dict[str, frozenset[str]] = {}
-    for preemptor, victims in (("urgent", ("high", "normal", "low")), ("high", ("normal", "low")),
-                               ("normal", ("low",))):
-        chosen = draw(st.sets(st.sampled_from(victims)))
+    for preemptor in QOS_PRIORITY:
+        chosen = draw(st.sets(st.sampled_from([q for q in QOS_PRIORITY if q != preemptor]), max_size=2))
         if chosen:
             preempts[preemptor] = frozenset(chosen)
-    requeue = {q: draw(st.booleans()) for q in ("high", "normal", "low")}
+    requeue = {q: draw(st.booleans()) for q in QOS_PRIORITY}
     return ClusterModel(
         shape, NODE_NAMES[: len(shape)], parents=parents,
         account_limits={"p": draw(st.one_of(st.none(), st.integers(2, 24))),
