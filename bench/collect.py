@@ -14,13 +14,14 @@ import statistics
 import threading
 import time
 from dataclasses import dataclass
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
 from multiprocessing.connection import Connection
 from typing import Any
 
 from collectors.scrape import Scraper, ScrapeSettings
 from collectors.targets import target
 from tests.collectors.dcgm_scrape import scrape
+from tests.collectors.local_http import BacklogServer
 
 GOAL_CPU_S = 1.0
 
@@ -51,9 +52,7 @@ def serve_nodes(nodes: int, conn: Connection) -> None:
         def log_message(self, format: str, *args: object) -> None:  # noqa: ARG002
             return
 
-    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-    server.daemon_threads = True
-    server.request_queue_size = 1024
+    server = BacklogServer(("127.0.0.1", 0), Handler)
     threading.Thread(target=server.serve_forever, daemon=True).start()
     conn.send(server.server_address[1])
     conn.recv()  # until the benchmark is done

@@ -26,9 +26,13 @@ MAX_BACKOFF = timedelta(hours=1)
 
 @dataclass(frozen=True)
 class JobResult:
-    """What a run did. `wrote`: the warehouse changed, so the read model is published again."""
+    """What a run did. `wrote`: the warehouse changed, so the read model is published again: at once, or,
+    when `batched` (a scrape's minutes), with the next publication, at most the scheduler's `publish_every`
+    later: publishing after every 30 s scrape would cost more than the scrape (a status and a month's
+    outputs recomputed and written each time)."""
 
     wrote: bool = False
+    batched: bool = False
     rows: dict[str, int] = field(default_factory=dict)  # rows stored per table (collection jobs)
     detail: str = ""
 
@@ -82,6 +86,7 @@ class Scheduler:
         after_writes: Callable[[], None] | None = None,
         on_permanent: Callable[[str, str, datetime], None] | None = None,
         observer: JobObserver | None = None,
+        publish_every: timedelta = timedelta(0),
     ) -> None:
         names = [j.name for j in jobs]
         if len(set(names)) != len(names):
@@ -97,10 +102,14 @@ class Scheduler:
         self.observer = observer
         start = clock.now()
         self.states = {j.name: JobState(next_due=start) for j in jobs}
+        self.publish_every = publish_every
+        self.published_at = start  # the caller publishes once at start
+        self.unpublished = False  # batched writes wait for the next publication
 
     def run_due(self) -> list[str]:
         """Run every job that is due now (in the order given); return the names of those that wrote."""
         wrote: list[str] = []
+        urgent = False
         for job in self.jobs:
             if self.stop.is_set():
                 break
@@ -108,10 +117,16 @@ class Scheduler:
             now = self.clock.now()
             if now < state.next_due:
                 continue
-            if self._run_one(job, state, now):
+            result = self._run_one(job, state, now)
+            if result is not None and result.wrote:
                 wrote.append(job.name)
-        if wrote and self.after_writes is not None and not self.stop.is_set():
-            self._publish()
+                urgent = urgent or not result.batched
+        self.unpublished = self.unpublished or bool(wrote)
+        if self.unpublished and self.after_writes is not None and not self.stop.is_set():
+            now = self.clock.now()
+            if urgent or now >= self.published_at + self.publish_every:
+                self._publish()
+                self.published_at, self.unpublished = now, False
         return wrote
 
     def wait(self, seconds: float) -> None:
@@ -138,7 +153,7 @@ class Scheduler:
         except Exception:
             log.exception("publishing the read model failed; the previous version stays current")
 
-    def _run_one(self, job: Job, state: JobState, now: datetime) -> bool:
+    def _run_one(self, job: Job, state: JobState, now: datetime) -> JobResult | None:
         started = time.perf_counter()
         result: JobResult | None = None
         error: str | None = None
@@ -171,7 +186,7 @@ class Scheduler:
         state.last_error = error
         if self.observer is not None:
             self.observer.job_finished(job.name, result, time.perf_counter() - started, error)
-        return result is not None and result.wrote
+        return result
 
     def _alert(self, name: str, error: str, now: datetime) -> None:
         assert self.on_permanent is not None
@@ -181,7 +196,10 @@ class Scheduler:
             log.exception("alerting about job %s failed", name)
 
     def next_wake(self) -> datetime:
-        return min((s.next_due for s in self.states.values()), default=self.clock.now() + timedelta(minutes=1))
+        due = [s.next_due for s in self.states.values()]
+        if self.unpublished:
+            due.append(self.published_at + self.publish_every)
+        return min(due, default=self.clock.now() + timedelta(minutes=1))
 
     def run(self, ready: threading.Event | None = None) -> None:
         """Loop until `stop` is set: run due jobs, publish, sleep until the next is due.

@@ -63,6 +63,7 @@ class ServeSettings:
     import_interval: timedelta = timedelta(minutes=5)
     evaluate_interval: timedelta = timedelta(minutes=15)
     alerts_interval: timedelta = timedelta(minutes=5)
+    publish_interval: timedelta = timedelta(minutes=5)
     review_interval: timedelta = timedelta(hours=1)
     settle: timedelta = timedelta(seconds=30)
     live_sources: tuple[tuple[LiveSource, timedelta], ...] = ()
@@ -224,6 +225,7 @@ class Service:
                 after_writes=self._publish,
                 on_permanent=self._permanent,
                 observer=self,
+                publish_every=self.settings.publish_interval,
             )
             try:
                 with self.lock:
@@ -356,6 +358,7 @@ def settings_from_config(
         import_interval=interval or sc.import_interval,
         alerts_interval=interval or sc.alerts_interval,
         evaluate_interval=evaluate_every or sc.evaluate_interval,
+        publish_interval=sc.publish_interval,
         live_sources=(
             *((src, src.spec.interval) for src in scrape_sources(config)),
             *((src, src.spec.interval) for src in slurm_sources(config)),

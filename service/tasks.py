@@ -150,7 +150,8 @@ class LiveCollect:
         self.metrics.collection(self.source.name, ok=True)
         if any(result.stored.values()):
             self.shared.dirty = True
-        return JobResult(wrote=True, rows=dict(result.stored), detail=f"{sum(result.stored.values())} rows")
+        return JobResult(wrote=True, batched=True, rows=dict(result.stored),
+                         detail=f"{sum(result.stored.values())} rows")
 
 
 def months_to_evaluate(wh: Warehouse, now: datetime, tz: str = "UTC") -> list[Month]:

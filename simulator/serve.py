@@ -152,11 +152,18 @@ def _handler(fleet: LiveFleet, port: Callable[[], int]) -> type[BaseHTTPRequestH
     return Handler
 
 
+class _FleetServer(ThreadingHTTPServer):
+    daemon_threads = True
+    # socketserver listens with a backlog of 5: a scraper opening a connection per node at once overflows
+    # it, and each dropped SYN costs a 1 s retransmit (a real exporter's Go listener takes them all). A
+    # class attribute, since listen() runs in the constructor.
+    request_queue_size = 1024
+
+
 def serve(fleet: LiveFleet, port: int = 0) -> ThreadingHTTPServer:
     """Bind 127.0.0.1:`port` (0: any free port); call `serve_forever()` or run it in a thread."""
     holder: list[int] = []
-    server = ThreadingHTTPServer(("127.0.0.1", port), _handler(fleet, lambda: holder[0]))
-    server.daemon_threads = True
+    server = _FleetServer(("127.0.0.1", port), _handler(fleet, lambda: holder[0]))
     holder.append(server.server_address[1])
     return server
 

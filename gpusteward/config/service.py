@@ -59,6 +59,11 @@ class ServiceConfig:
     import_interval: timedelta = opt(timedelta(minutes=5), "how often the import folders are looked at")
     evaluate_interval: timedelta = opt(timedelta(minutes=15), "how often the evaluation runs when new data arrived")
     alerts_interval: timedelta = opt(timedelta(minutes=5), "how often protection lines are checked and alerts sent")
+    publish_interval: timedelta = opt(
+        timedelta(minutes=5),
+        "how long live scrapes' minutes may wait before the read model is published again (imports, evaluations"
+        " and control actions publish at once)",
+    )
     token_files: list[str] = opt([], "files of identity:token lines for the control API (never logged)")
     scrape: list[ScrapeSourceConfig] = opt([], "live sources scraped by the service, each on its own interval")
     slurm: list[SlurmQueueConfig] = opt([], "live Slurm clusters whose queue the service snapshots on an interval")

@@ -56,6 +56,14 @@ def hang(release: threading.Event) -> Reply:
     return reply
 
 
+class BacklogServer(ThreadingHTTPServer):
+    """socketserver listens with a backlog of 5 (in its constructor): concurrent scrapes overflow it and
+    each dropped SYN costs a 1 s retransmit. Exporters' Go listeners take them all."""
+
+    daemon_threads = True
+    request_queue_size = 1024
+
+
 @contextmanager
 def http_server(reply: Reply) -> Iterator[str]:
     """Serve `reply` on a free 127.0.0.1 port; yields `127.0.0.1:PORT`."""
@@ -68,8 +76,7 @@ def http_server(reply: Reply) -> Iterator[str]:
         def log_message(self, format: str, *args: object) -> None:
             return
 
-    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-    server.daemon_threads = True
+    server = BacklogServer(("127.0.0.1", 0), Handler)
     thread = threading.Thread(target=server.serve_forever, daemon=True)
     thread.start()
     try:

@@ -19,16 +19,18 @@ class Scripted:
     interval: timedelta
     fail: list[Exception | None] = field(default_factory=list)
     ran: list[datetime] = field(default_factory=list)
+    batched: bool = False
 
     def run(self, now: datetime) -> JobResult:
         self.ran.append(now)
         error = self.fail.pop(0) if self.fail else None
         if error is not None:
             raise error
-        return JobResult(wrote=True)
+        return JobResult(wrote=True, batched=self.batched)
 
 
-def _run_for(jobs: list[Scripted], hours: float) -> tuple[Scheduler, list[tuple[str, str]], int]:
+def _run_for(jobs: list[Scripted], hours: float, publish_every: timedelta = timedelta(0),
+             ) -> tuple[Scheduler, list[tuple[str, str]], int]:
     clock = FakeClock(T0)
     stop = threading.Event()
     alerts: list[tuple[str, str]] = []
@@ -40,7 +42,8 @@ def _run_for(jobs: list[Scripted], hours: float) -> tuple[Scheduler, list[tuple[
             stop.set()
 
     scheduler = Scheduler(jobs, clock, stop, sleep=sleep, after_writes=lambda: published.append(1),
-                          on_permanent=lambda name, error, _now: alerts.append((name, error)))
+                          on_permanent=lambda name, error, _now: alerts.append((name, error)),
+                          publish_every=publish_every)
     ready = threading.Event()
     scheduler.run(ready)
     assert ready.is_set()
@@ -56,6 +59,17 @@ def test_a_failing_job_never_stops_the_others() -> None:
     assert alerts == [("broken", "RuntimeError: bug")]  # alerted once, not every run
     assert published == 12
     assert scheduler.states["broken"].failures == 12
+
+
+def test_scrapes_are_published_together_and_other_writes_at_once() -> None:
+    scrape = Scripted("collect:fleet", timedelta(seconds=30), batched=True)
+    _, _, published = _run_for([scrape], hours=1, publish_every=timedelta(minutes=5))
+    assert len(scrape.ran) == 120
+    assert published == 11  # at 5, 10, ... 55 minutes, not after each of the 120 scrapes
+    evaluate = Scripted("evaluate", timedelta(minutes=2))
+    _, _, published = _run_for([Scripted("collect:fleet", timedelta(seconds=30), batched=True), evaluate], hours=1,
+                               publish_every=timedelta(minutes=5))
+    assert published == 30  # each evaluation publishes at once, taking the scrapes' minutes with it
 
 
 def test_transient_errors_back_off_then_recover() -> None:

@@ -33,10 +33,10 @@ from tests.alerts.server import Recorder, recording_server
 from tests.service.serve_helpers import Feeder
 from warehouse import open_warehouse
 
-START = datetime(2026, 10, 2, 0, 0, tzinfo=UTC)  # the planted reserve breach is 09:00-14:00
-HOURS = 15  # through the planted outage (06:00-12:00) and reserve breach (09:00-14:00), and an hour after
+START = datetime(2026, 10, 2, 5, 0, tzinfo=UTC)  # an hour before west-gpu-03's planted outage (06:00-12:00)
+HOURS = 8  # through the outage and the scraper's recovery, and the reserve breach (09:00-14:00) reaching the webhook
 NODES = 8
-EVALUATE_EVERY = timedelta(minutes=15)
+EVALUATE_EVERY = timedelta(minutes=30)
 BACKOFF_CAP_MIN = 10  # ScrapeSettings.backoff_max_s
 
 
@@ -51,7 +51,7 @@ class LiveRun:
 
 @pytest.fixture(scope="module")
 def live_run(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LiveRun]:
-    """The simulated fleet of `gpusteward simulate --nodes 8 --seed 7` served live for 2026-10-02 00:00-15:00
+    """The simulated fleet of `gpusteward simulate --nodes 8 --seed 7` served live for 2026-10-02 05:00-13:00
     (a reserve breach 09:00-14:00, west-gpu-03 silent 06:00-12:00); its Slurm and inference files arrive
     through the import folder as the clock passes."""
     root = tmp_path_factory.mktemp("live")
