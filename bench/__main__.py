@@ -6,17 +6,9 @@ import argparse
 import json
 import multiprocessing
 import sys
-import time
 from concurrent.futures import ProcessPoolExecutor
-from typing import Any
 
-from bench.harness import load, machine, names
-
-
-def _run(name: str, quick: bool) -> tuple[Any, float]:
-    started = time.perf_counter()
-    result = load(name).run(quick)
-    return result, time.perf_counter() - started
+from bench.harness import machine, names, run_timed
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -34,13 +26,13 @@ def main(argv: list[str] | None = None) -> int:
     results = {}
     if args.jobs > 1 and len(chosen) > 1:
         with ProcessPoolExecutor(args.jobs, mp_context=multiprocessing.get_context("spawn")) as pool:
-            futures = {name: pool.submit(_run, name, args.quick) for name in chosen}
+            futures = {name: pool.submit(run_timed, name, args.quick) for name in chosen}
             for name, future in futures.items():
                 results[name], seconds = future.result()
                 print(f"bench {name}: {seconds:.1f} s", file=sys.stderr, flush=True)
     else:
         for name in chosen:
-            results[name], seconds = _run(name, args.quick)
+            results[name], seconds = run_timed(name, args.quick)
             # On stderr, so a CI log shows which bench its time went to while --json output stays one object.
             print(f"bench {name}: {seconds:.1f} s", file=sys.stderr, flush=True)
     out = results[args.name] if args.name != "all" else results

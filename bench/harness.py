@@ -69,3 +69,10 @@ def load(name: str) -> Benchmark:
         raise SystemExit(f"unknown benchmark {name!r}; known: {', '.join(names())}")
     module: Any = importlib.import_module(f"bench.{name}")
     return module  # type: ignore[no-any-return]
+
+
+def run_timed(name: str, quick: bool) -> tuple[Any, float]:
+    """One benchmark's result and its wall seconds (importable, so a spawned worker can run it)."""
+    started = time.perf_counter()
+    result = load(name).run(quick)
+    return result, time.perf_counter() - started
