@@ -122,7 +122,7 @@ class Scheduler:
                 wrote.append(job.name)
                 urgent = urgent or not result.batched
         self.unpublished = self.after_writes is not None and (self.unpublished or bool(wrote))
-        if self.unpublished and self.after_writes is not None and not self.stop.is_set():
+        if self.unpublished and not self.stop.is_set():
             now = self.clock.now()
             if urgent or now >= self.published_at + self.publish_every:
                 self._publish()

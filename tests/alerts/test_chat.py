@@ -107,7 +107,7 @@ def test_a_chinese_receiver_gets_chinese_labels_texts_and_local_times() -> None:
     assert "Asia/Shanghai" in text
     assert "**时间**: 自 " in text
     for english in ("summary", "status", "evidence", "fallback", "firing", "resolved", "Online inference"):
-        assert f"{english}" not in text.replace("InferenceReserveBreach", "")
+        assert english not in text.replace("InferenceReserveBreach", "")
 
 
 def test_a_chinese_feishu_post_is_keyed_zh_cn() -> None:
