@@ -4,7 +4,8 @@ An authenticating proxy (oauth2-proxy, Apache or nginx with SSO, the dashboard a
 signs the person in and names them in a header (`service.proxy.user_header`, e.g. X-Forwarded-User),
 with their groups in another (`groups_header`). The service believes that header only when it is
 configured and the connection comes from one of `trusted_proxies` (loopback by default): a request
-carrying it from any other address is refused, since anyone could type it. The user's role comes
+carrying it from any other address is refused, since anyone could type it; with `require_token` it
+also needs a valid token beside it (the proxy's own). The user's role comes
 from the config (`service.proxy.roles`, per user or `group:NAME`, the highest that applies), never
 from the request. A request with both a token and the header is the proxy acting for the user: the
 audit names the user, and the role is the lower of the user's and the token's (a proxy cannot lend
@@ -45,6 +46,7 @@ class ProxyIdentity:
     trusted: tuple[Network, ...] = (ipaddress.ip_network("127.0.0.0/8"), ipaddress.ip_network("::1/128"))
     user_roles: Mapping[str, Role] = field(default_factory=dict)
     group_roles: Mapping[str, Role] = field(default_factory=dict)
+    require_token: bool = False  # the header counts only beside a valid token (the proxy's own)
 
     @classmethod
     def from_config(cls, config: ProxyIdentityConfig) -> ProxyIdentity | None:
@@ -57,6 +59,7 @@ class ProxyIdentity:
             tuple(ipaddress.ip_network(n, strict=False) for n in config.trusted_proxies),
             {k: v for k, v in config.roles.items() if not k.startswith("group:")},
             {k.removeprefix("group:"): v for k, v in config.roles.items() if k.startswith("group:")},
+            config.require_token,
         )
 
     def headers(self) -> tuple[str, ...]:
@@ -107,6 +110,9 @@ def _proxy_caller(proxy: ProxyIdentity, headers: Headers, peer: str | None, toke
             f"{present[0]} is only believed from a trusted proxy, and {peer or 'this peer'} is not one "
             "(service.proxy.trusted_proxies); the request is refused",
             where=f"header {present[0]}", status=403)
+    if proxy.require_token and token is None:
+        raise IdentityError(f"{present[0]} is only believed beside the proxy's own bearer token "
+                            "(service.proxy.require_token)", where="header Authorization", status=401)
     raw_user = sent[proxy.user_header]
     if raw_user is None:
         raise IdentityError(f"{proxy.groups_header} without {proxy.user_header} names nobody",

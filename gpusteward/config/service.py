@@ -63,6 +63,11 @@ class ProxyIdentityConfig:
     trusted_proxies: list[str] = opt(
         list(LOOPBACK), "addresses or networks (CIDR) of the proxies allowed to send user_header; others are refused"
     )
+    require_token: bool = opt(
+        False,
+        "believe user_header only on a request that also carries a valid token (the proxy's own): on a host "
+        "where others can reach loopback, the address alone does not tell the proxy from them",
+    )
     roles: dict[str, Role] = opt(
         {}, "the role of each proxy user (`alice = \"approver\"`) or group (`\"group:gpu-admins\" = \"admin\"`)"
     )

@@ -34,6 +34,7 @@ class Dashboard:
     url: str
     shots: Path
     month: MonthShown
+    root: Path  # gpusteward.toml and readmodel/ (another dashboard may serve them too)
 
 
 @pytest.fixture(scope="package")
@@ -52,16 +53,20 @@ def dashboard(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Dashboard]:
         )
     process, url = start_dashboard(None, str(root / "gpusteward.toml"), read_model=str(root / "readmodel"))
     try:
-        yield Dashboard(url.rstrip("/"), tmp_path_factory.mktemp("screens"), shown)
+        yield Dashboard(url.rstrip("/"), tmp_path_factory.mktemp("screens"), shown, root)
     finally:
-        process.terminate()
-        try:
-            process.wait(timeout=15)
-        except subprocess.TimeoutExpired:
-            process.kill()
-            process.wait(timeout=15)
-        if process.stderr is not None:
-            process.stderr.close()
+        stop_dashboard(process)
+
+
+def stop_dashboard(process: subprocess.Popen[bytes]) -> None:
+    process.terminate()
+    try:
+        process.wait(timeout=15)
+    except subprocess.TimeoutExpired:
+        process.kill()
+        process.wait(timeout=15)
+    if process.stderr is not None:
+        process.stderr.close()
 
 
 @pytest.fixture(scope="package")

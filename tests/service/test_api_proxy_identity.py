@@ -170,3 +170,16 @@ def test_the_config_refuses_a_proxy_it_cannot_trust_safely(table: str, problem: 
     with pytest.raises(ConfigError) as refused:
         load_config_text(f"[service.proxy]\n{table}\n")
     assert problem in str(refused.value)
+
+
+def test_with_require_token_the_header_alone_is_not_believed() -> None:
+    config = ProxyIdentityConfig(user_header="X-Forwarded-User", require_token=True, roles={"alice": "approver"})
+    with served_api(TOKENS, ready=True, proxy=ProxyIdentity.from_config(config)) as api:
+        alone = _post(api, APPROVE, {"X-Forwarded-User": "alice"})
+        assert alone.status_code == 401
+        assert alone.json() == {"error": "X-Forwarded-User is only believed beside the proxy's own bearer token "
+                                         "(service.proxy.require_token)", "where": "header Authorization"}
+        with_token = _post(api, SILENCE, {"X-Forwarded-User": "alice", "Authorization": "Bearer dash-token"},
+                           body={"minutes": 30})
+        assert with_token.status_code == 200
+        assert _acted(api) == [("alice", "alert.silence")]
