@@ -20,7 +20,7 @@ from service.importer import import_files
 from service.pipeline import evaluate, raise_alerts
 from simulator import simulate
 from tests.browser.figures import Month as MonthShown
-from tests.real import missing, require_binary
+from tests.real import missing, require_binary, stop
 from tests.simulated import SIMULATED
 from warehouse import open_warehouse
 from warehouse.readmodel import publish, snapshot
@@ -59,12 +59,7 @@ def dashboard(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Dashboard]:
 
 
 def stop_dashboard(process: subprocess.Popen[bytes]) -> None:
-    process.terminate()
-    try:
-        process.wait(timeout=15)
-    except subprocess.TimeoutExpired:
-        process.kill()
-        process.wait(timeout=15)
+    stop(process)
     if process.stderr is not None:
         process.stderr.close()
 
