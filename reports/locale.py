@@ -27,7 +27,8 @@ def load_catalogue(lang: str, package: str = "reports") -> Mapping[str, str]:
     """The catalogue of one language; raise ValueError for a language that has none."""
     if lang not in LANGS:
         raise ValueError(f"no catalogue for language {lang!r}; expected one of {', '.join(LANGS)}")
-    text = resources.files(package).joinpath("locales", f"{lang}.json").read_text(encoding="utf-8")
+    # One name per joinpath: a namespace package's MultiplexedPath takes only one (Python 3.11).
+    text = (resources.files(package) / "locales" / f"{lang}.json").read_text(encoding="utf-8")
     data = json.loads(text)
     if not isinstance(data, dict) or not all(isinstance(v, str) for v in data.values()):
         raise ValueError(f"{package}/locales/{lang}.json must map keys to strings")
