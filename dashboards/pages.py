@@ -9,6 +9,7 @@ import polars as pl
 import streamlit as st
 
 from dashboards import page_frames as pf
+from dashboards.charts import queue_wait_chart, queue_wait_frame
 from dashboards.frames import AT_RISK_BUDGET, AT_RISK_MARGIN
 from dashboards.overview import render_overview
 from dashboards.tables import show_table, show_wrapped
@@ -62,6 +63,7 @@ def scenarios(view: View) -> None:
 def queues(view: View) -> None:
     header(view, "queues.title")
     tx = view.tx
+    _queue_wait_chart(view)
     st.subheader(tx("queues.wait"))
     _queue_objectives(view)
     st.subheader(tx("queues.arrays"))
@@ -74,6 +76,17 @@ def queues(view: View) -> None:
                             subject_label="col.team"), view, "sla_results")
     st.subheader(tx("queues.quota_history"))
     _table(pf.quota_history(view), view, "quota_plan_items")
+
+
+def _queue_wait_chart(view: View) -> None:
+    tx = view.tx
+    st.subheader(tx("queues.chart"))
+    frame = queue_wait_frame(view)
+    if frame is None:
+        st.info(tx("queues.chart_none"))
+        return
+    st.caption(tx("queues.chart_help", zone=tx.zone))
+    st.altair_chart(queue_wait_chart(frame, tx), width="stretch")
 
 
 def _queue_objectives(view: View) -> None:

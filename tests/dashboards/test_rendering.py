@@ -8,6 +8,7 @@ import re
 import unicodedata
 from pathlib import Path
 
+import pyarrow as pa
 import pytest
 from streamlit.testing.v1 import AppTest
 
@@ -101,3 +102,21 @@ def test_plan_reasons_are_wrapped_not_cut() -> None:
     reasons = list(items["Reason"])
     assert reasons, items
     assert all(len(r) > 20 for r in reasons), reasons
+
+
+@pytest.mark.parametrize("lang", ["en", "zh"])
+def test_the_queues_page_opens_with_wait_p95_by_day_against_each_objective(lang: Lang) -> None:
+    at = _queues(lang)
+    tx = Texts(lang)
+    assert at.subheader[0].value == tx("queues.chart")  # the chart comes before the tables
+    charts = at.get("vega_lite_chart")
+    assert len(charts) == 1
+    spec = json.loads(charts[0].proto.spec)
+    rows = [row for ds in charts[0].proto.datasets for row in pa.ipc.open_stream(ds.data.data).read_all().to_pylist()]
+    drawn = {(r["queue"], str(r["day"])): (r["p95_h"], r["objective_h"]) for r in rows}
+    # west/interactive has no wait objective, so it is not drawn; hours from the series' seconds
+    assert drawn == {("east/train", "2026-11-01"): (1.5, 2.0), ("east/train", "2026-11-02"): (0.5, 2.0),
+                     ("west/eval", "2026-11-01"): (5.5, 1.0), ("west/eval", "2026-11-02"): (2.5, 1.0)}
+    marks = [layer["mark"]["type"] for layer in spec["layer"]]
+    assert marks == ["line", "rule"]  # the daily p95, and the objective as a dashed rule
+    assert spec["layer"][0]["encoding"]["y"]["title"] == tx("chart.wait_p95_h")
