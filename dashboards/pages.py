@@ -85,7 +85,7 @@ def _queue_wait_chart(view: View) -> None:
     if frame is None:
         st.info(tx("queues.chart_none"))
         return
-    st.caption(tx("queues.chart_help", zone=tx.zone))
+    st.caption(tx("queues.chart_help", zone=frame["zone"][0]))  # the zone the publisher counted days in
     st.altair_chart(queue_wait_chart(frame, tx), width="stretch")
 
 

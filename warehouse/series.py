@@ -13,7 +13,8 @@ from gpusteward.domain import Month
 from warehouse.store import Warehouse
 
 QUEUE_WAIT_DAILY = tables.schema({
-    "day": pl.Date,  # the day in the month's time zone
+    "day": pl.Date,  # the day in `zone`
+    "zone": pl.Utf8,  # the time zone whose days these are (the pool's when the publisher passed it)
     "queue": pl.Utf8,  # cluster/partition, as the queue evaluator names it (sla/usage.py)
     "started": pl.Int64,  # records that started that day with an eligible time
     "wait_p95_s": pl.Float64,  # linear 95th percentile of start - eligible, clipped at 0 (as sla/queues.py)
@@ -35,8 +36,9 @@ def queue_wait_daily(wh: Warehouse, month: Month) -> pl.DataFrame:
             FROM jobs
             WHERE start_time >= ? AND start_time < ? AND eligible_time IS NOT NULL
         )
-        SELECT day, queue, count(*) AS started, quantile_cont(wait_s, 0.95) AS wait_p95_s, max(wait_s) AS wait_max_s
+        SELECT day, ? AS zone, queue, count(*) AS started,
+               quantile_cont(wait_s, 0.95) AS wait_p95_s, max(wait_s) AS wait_max_s
         FROM started GROUP BY day, queue ORDER BY day, queue
     """
-    frame = wh.query(sql, [month.tz, month.start.replace(tzinfo=None), month.end.replace(tzinfo=None)])
+    frame = wh.query(sql, [month.tz, month.start.replace(tzinfo=None), month.end.replace(tzinfo=None), month.tz])
     return tables.conform(frame, QUEUE_WAIT_DAILY) if frame.height else tables.empty(QUEUE_WAIT_DAILY)

@@ -69,6 +69,7 @@ SAMPLE_ARRAY = {
 SAMPLE_WAITS = {
     "day": [date(2026, 11, 1), date(2026, 11, 2), date(2026, 11, 1), date(2026, 11, 2), date(2026, 11, 1)],
     "queue": ["east/train", "east/train", "west/eval", "west/eval", "west/interactive"],
+    "zone": ["UTC"] * 5,
     "started": [40, 35, 50, 46, 9],
     "wait_p95_s": [5400.0, 1800.0, 19800.0, 9000.0, 60.0],
     "wait_max_s": [7200.0, 3600.0, 45000.0, 20000.0, 90.0],

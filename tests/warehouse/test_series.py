@@ -66,9 +66,9 @@ def test_days_are_the_pools_and_the_window_is_the_months(wh: Warehouse) -> None:
     wh.ingest("test", {"jobs": jobs})
     daily = queue_wait_daily(wh, MONTH)
     assert daily.to_dicts() == [
-        {"day": date(2026, 10, 1), "queue": "east/train", "started": 2, "wait_p95_s": 3420.0,
+        {"day": date(2026, 10, 1), "zone": "Asia/Shanghai", "queue": "east/train", "started": 2, "wait_p95_s": 3420.0,
          "wait_max_s": 3600.0},
-        {"day": date(2026, 10, 2), "queue": "east/train", "started": 1, "wait_p95_s": 7200.0,
+        {"day": date(2026, 10, 2), "zone": "Asia/Shanghai", "queue": "east/train", "started": 1, "wait_p95_s": 7200.0,
          "wait_max_s": 7200.0},
     ]
 
@@ -94,5 +94,5 @@ def test_the_read_model_carries_the_series(wh: Warehouse, tmp_path: Path) -> Non
     wh.store_month_outputs(demo_outputs())  # the read model holds the months that were evaluated
     publish(snapshot(wh, now=datetime(2026, 12, 1), tz="Asia/Shanghai"), tmp_path / "rm")
     daily = load_read_model(tmp_path / "rm").queue_wait_daily(FIXTURE_MONTH)
-    assert daily.to_dicts() == [{"day": date(2026, 11, 5), "queue": "east/train", "started": 1,
+    assert daily.to_dicts() == [{"day": date(2026, 11, 5), "zone": "Asia/Shanghai", "queue": "east/train", "started": 1,
                                  "wait_p95_s": 3600.0, "wait_max_s": 3600.0}]
