@@ -98,8 +98,9 @@ def _queue_objectives(view: View) -> None:
     st.caption(tx("queues.attention_help", budget=tx.fmt.percent(AT_RISK_BUDGET),
                   margin=tx.fmt.percent(AT_RISK_MARGIN)))
     attention = pf.needing_attention(results)
-    if not attention.is_empty():
-        _table(pf.results_table(view, attention, subject_label="col.queue", keep_order=True), view, "sla_results")
+    table = pf.results_table(view, attention, subject_label="col.queue", keep_order=True)
+    if table is not None:
+        show_wrapped(table, tx)  # a handful of rows, each evidence read whole
     elif judged:
         st.success(tx("queues.attention_none", judged=judged))
     else:
@@ -187,7 +188,7 @@ def plans(view: View) -> None:
     if items is None:
         _table(None, view, "quota_plan_items")
     else:
-        show_wrapped(items)  # a reason is a sentence or two: a grid would cut it off
+        show_wrapped(items, tx)  # a reason is a sentence or two: a grid would cut it off
     if not _can_act(view):
         return
     reason = st.text_input(tx("control.reason"), key="plan_reason")

@@ -9,6 +9,7 @@ who cannot tell red from green. The words carry the meaning; the colour helps th
 from __future__ import annotations
 
 from collections.abc import Mapping
+from typing import Any
 
 import polars as pl
 import streamlit as st
@@ -35,17 +36,21 @@ def status_styles(tx: Texts) -> dict[str, str]:
     return {tx(key): css for key, css in STATUS_STYLES.items()}
 
 
-def show_table(frame: pl.DataFrame, tx: Texts) -> None:
-    """A scrollable, sortable grid; the status column (when there is one) coloured by its words."""
+def _styled(frame: pl.DataFrame, tx: Texts) -> Any:
+    """A pandas Styler colouring the status column by its words; the frame itself when it has none."""
     status = tx("col.status")
     if status not in frame.columns:
-        st.dataframe(frame, hide_index=True, width="stretch")
-        return
+        return frame
     styles = status_styles(tx)
-    styled = frame.to_pandas().style.map(lambda word: styles.get(str(word), ""), subset=[status])
-    st.dataframe(styled, hide_index=True, width="stretch")
+    return frame.to_pandas().style.map(lambda word: styles.get(str(word), ""), subset=[status])
 
 
-def show_wrapped(frame: pl.DataFrame) -> None:
-    """A static table whose cells wrap: for a few rows with long text (a plan's reasons), which a grid cuts off."""
-    st.table(frame, hide_index=True)
+def show_table(frame: pl.DataFrame, tx: Texts) -> None:
+    """A scrollable, sortable grid; the status column (when there is one) coloured by its words."""
+    st.dataframe(_styled(frame, tx), hide_index=True, width="stretch")
+
+
+def show_wrapped(frame: pl.DataFrame, tx: Texts) -> None:
+    """A static table whose cells wrap: for a few rows with long text (a plan's reasons, the evidence of
+    what needs attention), which a grid cuts off at the column's width."""
+    st.table(_styled(frame, tx), hide_index=True)

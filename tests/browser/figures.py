@@ -14,7 +14,7 @@ from dashboards.texts import Texts
 from reports.model import Quantity
 from sla.outputs import MonthOutputs
 
-GRIDS = '[data-testid="stDataFrame"] table'
+GRIDS = '[data-testid="stDataFrame"] table, [data-testid="stTable"] table'  # grids, and static tables
 METRICS = '[data-testid="stMetricValue"]'
 VERDICTS = {"missed": False, "at_risk": True, "met": True, "none": None}  # dashboards.frames.verdict
 

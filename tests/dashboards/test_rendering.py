@@ -68,7 +68,7 @@ def _queues(lang: str) -> AppTest:
 def test_the_queues_page_leads_with_what_needs_attention(lang: Lang) -> None:
     at = _queues(lang)
     tx = Texts(lang)
-    first = at.dataframe[0].value
+    first = at.table[0].value  # static: each row's evidence wraps instead of being cut off
     statuses = set(first[tx("col.status")])
     assert statuses, first
     assert statuses <= {tx("sla.status.missed"), tx("sla.status.at_risk")}, statuses
