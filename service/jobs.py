@@ -38,7 +38,11 @@ class JobResult:
 
 
 class Job(Protocol):
-    """A unit of scheduled work. Raise TransientError to be retried with backoff, PermanentError to alert."""
+    """A unit of scheduled work. Raise TransientError to be retried with backoff, PermanentError to alert.
+
+    The scheduler runs a job under its write lock, unless the job has a true `locks_itself` attribute:
+    such a job takes the lock itself only around its writes (an evaluation reading a snapshot), or
+    never (a collection that only spools)."""
 
     @property
     def name(self) -> str: ...
@@ -73,7 +77,9 @@ def backoff(failures: int, hint_s: float, interval: timedelta) -> timedelta:
 
 
 class Scheduler:
-    """Runs due jobs in order, one at a time, each under `write_lock` so control actions never interleave."""
+    """Runs due jobs in order, one at a time, each under `write_lock` so control actions never interleave
+    (unless the job `locks_itself`). The service runs one scheduler per lane (collection, writer,
+    analysis), each in its own thread."""
 
     def __init__(
         self,
@@ -158,8 +164,11 @@ class Scheduler:
         result: JobResult | None = None
         error: str | None = None
         try:
-            with self.lock:
+            if getattr(job, "locks_itself", False):
                 result = job.run(now)
+            else:
+                with self.lock:
+                    result = job.run(now)
         except TransientError as exc:
             state.failures += 1
             error = f"transient: {exc}"

@@ -191,6 +191,17 @@ class ServiceMetrics:
             "files in quarantine now, in the whole warehouse (`gpusteward status` lists them)",
             registry=r,
         )
+        self.spool_waiting = Gauge(
+            "gpusteward_spool_batches",
+            "collected batches acknowledged (on disk in the spool) and not yet stored in the warehouse",
+            registry=r,
+        )
+        self.spool_outcomes = Counter(
+            "gpusteward_spool_drained",
+            "spool batches the writer took, by outcome (stored, replayed: stored before a crash, rejected, corrupt)",
+            ["outcome"],
+            registry=r,
+        )
         self.rows_ingested = Counter(
             "gpusteward_rows_ingested", "rows stored in the warehouse per table", ["table"], registry=r
         )

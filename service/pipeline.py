@@ -40,21 +40,41 @@ def latest_month(wh: Warehouse, tz: str = "UTC") -> Month:
     return months[-1]
 
 
+@dataclass(frozen=True)
+class Assessment:
+    """A month evaluated and its quota plan, computed from a read of the warehouse, not yet stored."""
+
+    outputs: MonthOutputs
+    plan: Plan
+
+
 def evaluate(wh: Warehouse, config: Config, month: Month) -> MonthOutputs:
     """Evaluate the month (its days in the pool's time zone), plan quota changes, and store both;
     return the month's outputs."""
+    return store_assessment(wh, assess(wh, config, month))
+
+
+def assess(wh: Warehouse, config: Config, month: Month) -> Assessment:
+    """Evaluate the month and plan quota changes from `wh` (a snapshot view will do: it only reads)."""
     month = month.in_zone(config.timezone)
     inputs = wh.evaluation_inputs(month, idle=config.idle)
     outputs = evaluate_month(inputs, config)
-    pending, tree, _usage = wh.slurm_queue(month)
+    pending, tree, usage = wh.slurm_queue(month)
     plan = _plan(outputs, inputs, config, pending, tree)
-    wh.store_plan(
-        plan.id, month, plan.created_at, plan.status, dry_run=plan.dry_run, body=plan.to_dict(), items=plan.to_frame()
-    )
-    accounts = account_rollup(*wh.slurm_queue(month))
+    accounts = account_rollup(pending, tree, usage)
     outputs = dataclasses.replace(outputs, plan_items=plan.to_frame(), accounts=accounts,
                                   plan_replay=plan_replay_frame(plan.replay),
                                   plan_protected=plan_protected_frame(plan.protected))
+    return Assessment(outputs, plan)
+
+
+def store_assessment(wh: Warehouse, assessment: Assessment) -> MonthOutputs:
+    """Store an assessment's plan and month outputs (the writer's part: short, under its lock)."""
+    plan, outputs = assessment.plan, assessment.outputs
+    wh.store_plan(
+        plan.id, outputs.month, plan.created_at, plan.status, dry_run=plan.dry_run, body=plan.to_dict(),
+        items=plan.to_frame(),
+    )
     wh.store_month_outputs(outputs)
     return outputs
 

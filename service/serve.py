@@ -32,12 +32,13 @@ from gpusteward.domain import Month
 from service.api import ApiContext, Request
 from service.api_server import ApiServer, ListenError, Tls, listen_refusal
 from service.api_tokens import load_tokens
+from service.collection import DrainSpool, LiveCollect
 from service.jobs import Job, JobResult, Scheduler
 from service.metrics import ServiceMetrics, epoch
+from service.spool import Spool, spool_beside
 from service.tasks import (
     Evaluate,
     FolderImport,
-    LiveCollect,
     LiveSource,
     MonthlyReview,
     RaiseAlerts,
@@ -73,6 +74,7 @@ class ServeSettings:
     review_schedule: ReviewSchedule | None = None  # None: MonthlyReview in the pool's time zone
     tls: Tls | None = None  # certificate and key: the API speaks HTTPS
     insecure_listen: bool = False  # plain HTTP on a non-loopback address, warned about at every start
+    spool_dir: Path | None = None  # the collection spool; None: `<warehouse file>.spool/` beside the warehouse
     action_wait: timedelta = timedelta(minutes=2)  # a control action waits this long for the write lock, then 503
 
 
@@ -90,6 +92,7 @@ class Service:
         sleep: Callable[[float], None] | None = None,
         extra_jobs: Callable[[Warehouse, Shared], Sequence[Job]] | None = None,
         env: Mapping[str, str] | None = None,
+        lane_sleep: Callable[[str], Callable[[float], None]] | None = None,
     ) -> None:
         self.config = config
         self.settings = settings
@@ -97,13 +100,16 @@ class Service:
         self.stop = stop or threading.Event()
         self.ready = ready or threading.Event()
         self.sleep = sleep
+        self.lane_sleep = lane_sleep  # a sleep per lane (a test's simulated time for concurrent lanes)
         self.extra_jobs = extra_jobs
         self.metrics = ServiceMetrics()
         self.tokens = load_tokens(list(settings.token_files), env)
         self.lock = threading.RLock()
         self.shared = Shared()
         self.url: str | None = None
-        self.scheduler: Scheduler | None = None
+        self.scheduler: Scheduler | None = None  # the writer's lane (the only one when run as one loop)
+        self.lanes: list[Scheduler] = []
+        self.spool: Spool | None = None
         self._wh: Warehouse | None = None
         self._loop_alive = False
 
@@ -141,24 +147,26 @@ class Service:
         )
         if request.action == "review.trigger":
             self.shared.review_requests.append(month)
-            if self.scheduler is not None:
-                self.scheduler.poke("review")
+            for lane in self.lanes:
+                lane.poke("review")
         if request.action == "import.retry":
             self.shared.retry_files.add(request.target)
-            if self.scheduler is not None:
-                for name in self.scheduler.states:
+            for lane in self.lanes:
+                for name in lane.states:
                     if name.startswith("import:"):
-                        self.scheduler.poke(name)
+                        lane.poke(name)
         self._publish()
         return {"action_id": entry.action_id, "action": entry.action, "target": entry.target, "actor": entry.actor,
                 "override": entry.override}
 
     # -- running -----------------------------------------------------------------------------------
 
-    def _jobs(self, wh: Warehouse) -> list[Job]:
+    def _lanes(self, wh: Warehouse) -> dict[str, list[Job]]:
+        """The jobs of each lane: collection (scrapes into the spool, no lock), the writer (drain, folder
+        imports) and analysis (evaluation, alerts, review: snapshot reads)."""
         s, shared, m = self.settings, self.shared, self.metrics
         mappings = mapping_index(self.config)
-        jobs: list[Job] = [
+        writer: list[Job] = [
             FolderImport(
                 f"import:{d.name or d}",
                 s.import_interval,
@@ -173,14 +181,19 @@ class Service:
             )
             for d in s.import_dirs
         ]
+        if self.spool is None:
+            self.spool = Spool(s.spool_dir or spool_beside(wh.path))
+        collection: list[Job] = []
         for src, interval in s.live_sources:
             if src.registry is not None:
                 m.scrapes.sources[src.name] = src.registry
-            jobs.append(LiveCollect(src, interval, wh, shared, m))
+            collection.append(LiveCollect(src, interval, self.spool, m, on_spooled=self._spooled))
+        writer.append(DrainSpool(self.spool, wh, shared, m, self.lock,
+                                 interval=min((i for _, i in s.live_sources), default=DrainSpool.interval)))
         if self.extra_jobs is not None:
-            jobs += list(self.extra_jobs(wh, shared))
-        jobs += [
-            Evaluate(self.config, wh, shared, interval=s.evaluate_interval),
+            writer += list(self.extra_jobs(wh, shared))
+        analysis: list[Job] = [
+            Evaluate(self.config, wh, shared, interval=s.evaluate_interval, lock=self.lock),
             RaiseAlerts(self.config, wh, shared, m, interval=s.alerts_interval),
             WriteReview(
                 self.config,
@@ -189,9 +202,14 @@ class Service:
                 Path(self.config.resolve(self.config.reports.out_dir)),
                 s.review_schedule or MonthlyReview(self.config.timezone),
                 interval=s.review_interval,
+                lock=self.lock,
             ),
         ]
-        return jobs
+        return {"collection": collection, "writer": writer, "analysis": analysis}
+
+    def _spooled(self) -> None:
+        for lane in self.lanes:
+            lane.poke("drain")
 
     def _publish(self) -> None:
         assert self._wh is not None
@@ -233,22 +251,14 @@ class Service:
             s = self.settings
             server = ApiServer(ctx, s.host, s.port, tls=s.tls, insecure_listen=s.insecure_listen).start()
             self.url = server.url
-            self.scheduler = Scheduler(
-                self._jobs(wh),
-                self.clock,
-                self.stop,
-                write_lock=self.lock,
-                sleep=self.sleep,
-                after_writes=self._publish,
-                on_permanent=self._permanent,
-                observer=self,
-                publish_every=self.settings.publish_interval,
-            )
+            lanes = self._lanes(wh)
+            assert self.spool is not None
+            self.metrics.spool_waiting.set(self.spool.depth())  # what a crash left is drained first
             try:
                 with self.lock:
                     self._publish()  # dashboards have something to read from the start
                 self._loop_alive = True
-                self.scheduler.run(self.ready)
+                self._run_lanes(lanes)
             finally:
                 self._loop_alive = False
                 server.stop()  # requests in flight are answered first
@@ -256,10 +266,74 @@ class Service:
                     self._wh = None
         log.info("stopped at %s", datetime.fromtimestamp(epoch(self.now()), UTC).isoformat())
 
+    def _scheduler(
+        self, jobs: Sequence[Job], lock: threading.RLock, sleep: Callable[[float], None] | None
+    ) -> Scheduler:
+        return Scheduler(
+            jobs,
+            self.clock,
+            self.stop,
+            write_lock=lock,
+            sleep=sleep,
+            after_writes=self._publish,
+            on_permanent=self._permanent,
+            observer=self,
+            publish_every=self.settings.publish_interval,
+        )
+
+    def _run_lanes(self, lanes: dict[str, list[Job]]) -> None:
+        """Run the lanes until `stop`. With a single `sleep` (a test stepping a fake clock) they run as one
+        loop in this thread, in the order collection, writer, analysis; otherwise each in its own thread."""
+        if self.sleep is not None and self.lane_sleep is None:
+            one = self._scheduler(self._single_order(lanes), self.lock, self.sleep)
+            self.scheduler, self.lanes = one, [one]
+            one.run(self.ready)
+            return
+        sleeps = self.lane_sleep
+        collection = self._scheduler(lanes["collection"], threading.RLock(), sleeps and sleeps("collection"))
+        collection.after_writes = None  # it writes only the spool; the writer publishes what it stores
+        writer = self._scheduler(lanes["writer"], self.lock, sleeps and sleeps("writer"))
+        analysis = self._scheduler(lanes["analysis"], self.lock, sleeps and sleeps("analysis"))
+        self.scheduler, self.lanes = writer, [collection, writer, analysis]
+        written = threading.Event()
+        threads = [
+            threading.Thread(target=collection.run, name="gpusteward-collection", daemon=True),
+            # analysis starts after the writer's first cycle: the first evaluation sees what it imported
+            threading.Thread(target=_after, args=(written, self.stop, analysis.run, self.ready),
+                             name="gpusteward-analysis", daemon=True),
+        ]
+        for thread in threads:
+            thread.start()
+        try:
+            writer.run(written)
+        finally:
+            self.stop.set()
+            for lane in self.lanes:
+                lane.poke("")
+            for thread in threads:
+                thread.join()  # an evaluation reading its snapshot ends before the warehouse closes
+
+    @staticmethod
+    def _single_order(lanes: dict[str, list[Job]]) -> list[Job]:
+        imports = [j for j in lanes["writer"] if j.name.startswith("import:")]
+        rest = [j for j in lanes["writer"] if not j.name.startswith("import:")]
+        return [*imports, *lanes["collection"], *rest, *lanes["analysis"]]
+
     def job_finished(self, name: str, result: JobResult | None, seconds: float, error: str | None) -> None:
         self.metrics.job_finished(name, result, seconds, error)
         if error is None:
             self.metrics.job_succeeded_at(name, self.now())
+
+
+def _after(
+    first: threading.Event, stop: threading.Event, run: Callable[[threading.Event], None], ready: threading.Event
+) -> None:
+    """Run `run(ready)` once `first` is set (or not at all when `stop` comes first)."""
+    while not first.wait(0.2):
+        if stop.is_set():
+            return
+    if not stop.is_set():
+        run(ready)
 
 
 def _duration(_ctx: click.Context, _param: click.Parameter, value: str | None) -> timedelta | None:
