@@ -111,6 +111,7 @@ class Scheduler:
         self.publish_every = publish_every
         self.published_at = start  # the caller publishes once at start
         self.unpublished = False  # batched writes wait for the next publication
+        self._publish_asked = False  # a control action asked for a publication as soon as possible
 
     def run_due(self) -> list[str]:
         """Run every job that is due now (in the order given); return the names of those that wrote."""
@@ -127,13 +128,19 @@ class Scheduler:
             if result is not None and result.wrote:
                 wrote.append(job.name)
                 urgent = urgent or not result.batched
-        self.unpublished = self.after_writes is not None and (self.unpublished or bool(wrote))
+        asked, self._publish_asked = self._publish_asked, False
+        self.unpublished = self.after_writes is not None and (self.unpublished or bool(wrote) or asked)
         if self.unpublished and not self.stop.is_set():
             now = self.clock.now()
-            if urgent or now >= self.published_at + self.publish_every:
+            if urgent or asked or now >= self.published_at + self.publish_every:
                 self._publish()
                 self.published_at, self.unpublished = now, False
         return wrote
+
+    def publish_soon(self) -> None:
+        """Publish at the next turn of the loop (a control action was recorded), without waiting for it here."""
+        self._publish_asked = True
+        self._wake.set()
 
     def wait(self, seconds: float) -> None:
         """Real time: sleep until `seconds` pass, `stop` is set or a job is poked."""
@@ -154,8 +161,7 @@ class Scheduler:
     def _publish(self) -> None:
         assert self.after_writes is not None
         try:
-            with self.lock:
-                self.after_writes()
+            self.after_writes()  # it takes what locks it needs: a publication reads a snapshot, not under the lock
         except Exception:
             log.exception("publishing the read model failed; the previous version stays current")
 
@@ -206,6 +212,8 @@ class Scheduler:
 
     def next_wake(self) -> datetime:
         due = [s.next_due for s in self.states.values()]
+        if self._publish_asked:
+            due.append(self.clock.now())
         if self.unpublished:
             due.append(self.published_at + self.publish_every)
         return min(due, default=self.clock.now() + timedelta(minutes=1))

@@ -1,7 +1,9 @@
 """`gpusteward serve`: one long-running process that owns the warehouse.
 
-It runs the jobs (collection per source, evaluation with the quota plan, protection-line alerts,
-the scheduled review) on their intervals, publishes the read model after every cycle that wrote,
+It runs the jobs on their intervals in three lanes, each in its own thread (docs/service.md#jobs):
+collection (scrapes, appended to the durable spool, no lock), the writer (folder imports and the
+spool's drain, under the write lock) and analysis (evaluation with the quota plan, protection-line
+alerts, the scheduled review, reading a snapshot); it publishes the read model after writes,
 and answers /metrics, /healthz, /readyz and the control API (plain HTTP on loopback; any other
 address needs TLS or an explicit --insecure-listen, service/api_server.py). It takes a clock and
 stop/ready events, so a test runs a simulated day in seconds; SIGTERM/SIGINT set `stop`, and the
@@ -46,6 +48,7 @@ from service.tasks import (
     Shared,
     WriteReview,
 )
+from service.tasks import snapshot as warehouse_snapshot
 from warehouse import Warehouse, open_warehouse
 from warehouse import control as control_store
 from warehouse.control import ControlError
@@ -105,6 +108,7 @@ class Service:
         self.metrics = ServiceMetrics()
         self.tokens = load_tokens(list(settings.token_files), env)
         self.lock = threading.RLock()
+        self._publishing = threading.Lock()
         self.shared = Shared()
         self.url: str | None = None
         self.scheduler: Scheduler | None = None  # the writer's lane (the only one when run as one loop)
@@ -155,7 +159,10 @@ class Service:
                 for name in lane.states:
                     if name.startswith("import:"):
                         lane.poke(name)
-        self._publish()
+        # The action is committed; the read model follows at the writer's next turn (a publication costs
+        # far more than an answer may take, and dashboards show each version's publication time).
+        assert self.scheduler is not None  # scheduled before the API starts
+        self.scheduler.publish_soon()
         return {"action_id": entry.action_id, "action": entry.action, "target": entry.target, "actor": entry.actor,
                 "override": entry.override}
 
@@ -212,11 +219,18 @@ class Service:
             lane.poke("drain")
 
     def _publish(self) -> None:
-        assert self._wh is not None
-        started = time.perf_counter()
-        model = snapshot(self._wh, now=self.now())
-        publish(model, self.settings.read_model)
-        self.metrics.publish_done(model, time.perf_counter() - started)
+        """Publish the read model from a snapshot of the warehouse: the write lock is held only to open and
+        close the snapshot, so scrapes are stored and control actions answered meanwhile; one publication
+        at a time, so a later version never names an older snapshot."""
+        with self._publishing:
+            wh = self._wh
+            if wh is None:
+                return
+            started = time.perf_counter()
+            with warehouse_snapshot(wh, self.lock) as view:
+                model = snapshot(view, now=self.now())
+            publish(model, self.settings.read_model)
+            self.metrics.publish_done(model, time.perf_counter() - started)
 
     def _permanent(self, job: str, error: str, now: datetime) -> None:
         """A job failed permanently: alert through the configured receivers (once per distinct error)."""
@@ -245,20 +259,19 @@ class Service:
             memory_limit=config.warehouse.memory_limit,
         ) as wh:
             self._wh = wh
+            self._schedule(self._lanes(wh))  # before the API: an action asks the writer to publish
+            assert self.spool is not None
+            self.metrics.spool_waiting.set(self.spool.depth())  # what a crash left is drained first
             ctx = ApiContext(
                 self.metrics.registry, self.tokens, self, self.ready, self.healthy, on_action=self._count_action
             )
             s = self.settings
             server = ApiServer(ctx, s.host, s.port, tls=s.tls, insecure_listen=s.insecure_listen).start()
             self.url = server.url
-            lanes = self._lanes(wh)
-            assert self.spool is not None
-            self.metrics.spool_waiting.set(self.spool.depth())  # what a crash left is drained first
             try:
-                with self.lock:
-                    self._publish()  # dashboards have something to read from the start
+                self._publish()  # dashboards have something to read from the start
                 self._loop_alive = True
-                self._run_lanes(lanes)
+                self._run_lanes()
             finally:
                 self._loop_alive = False
                 server.stop()  # requests in flight are answered first
@@ -281,13 +294,12 @@ class Service:
             publish_every=self.settings.publish_interval,
         )
 
-    def _run_lanes(self, lanes: dict[str, list[Job]]) -> None:
-        """Run the lanes until `stop`. With a single `sleep` (a test stepping a fake clock) they run as one
-        loop in this thread, in the order collection, writer, analysis; otherwise each in its own thread."""
+    def _schedule(self, lanes: dict[str, list[Job]]) -> None:
+        """One scheduler per lane; with a single `sleep` (a test stepping a fake clock) one scheduler for all,
+        in the order collection, writer, analysis."""
         if self.sleep is not None and self.lane_sleep is None:
             one = self._scheduler(self._single_order(lanes), self.lock, self.sleep)
             self.scheduler, self.lanes = one, [one]
-            one.run(self.ready)
             return
         sleeps = self.lane_sleep
         collection = self._scheduler(lanes["collection"], threading.RLock(), sleeps and sleeps("collection"))
@@ -295,6 +307,14 @@ class Service:
         writer = self._scheduler(lanes["writer"], self.lock, sleeps and sleeps("writer"))
         analysis = self._scheduler(lanes["analysis"], self.lock, sleeps and sleeps("analysis"))
         self.scheduler, self.lanes = writer, [collection, writer, analysis]
+
+    def _run_lanes(self) -> None:
+        """Run the lanes until `stop`: the writer in this thread, collection and analysis each in their own."""
+        assert self.scheduler is not None
+        if len(self.lanes) == 1:
+            self.scheduler.run(self.ready)
+            return
+        collection, writer, analysis = self.lanes
         written = threading.Event()
         threads = [
             threading.Thread(target=collection.run, name="gpusteward-collection", daemon=True),

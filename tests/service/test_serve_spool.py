@@ -36,7 +36,7 @@ from service.metrics import ServiceMetrics
 from service.serve import Service, settings_from_config
 from service.spool import Spool, spool_beside
 from service.tasks import Shared
-from simulator.serve import LiveFleet, serving
+from simulator.serve import LiveFleet, scrape_entry, serving
 from sla.month import evaluate_month
 from tests.service.simulated_lanes import SimulatedLanes
 from warehouse import open_warehouse
@@ -100,13 +100,8 @@ def spool_run(tmp_path_factory: pytest.TempPathFactory) -> Iterator[SpoolRun]:
 listen = "127.0.0.1:0"
 evaluate_interval = "{EVALUATE_EVERY.total_seconds():.0f}s"
 alerts_interval = "5m"
-
-[[service.scrape]]
-name = "fleet"
-file_sd = "targets.json"
-interval = "{SCRAPE_EVERY.total_seconds():.0f}s"
-timeout = "5s"
-""",
+"""
+            + scrape_entry("targets.json", SCRAPE_EVERY.total_seconds()),
             encoding="utf-8",
         )
         config = load_config(root / "gpusteward.toml")
