@@ -76,6 +76,7 @@ class Samples:
     cycles: list[float] = field(default_factory=list)  # monotonic start of every collection cycle
     post: list[tuple[float, float]] = field(default_factory=list)  # (began, seconds)
     metrics: list[tuple[float, float]] = field(default_factory=list)
+    lock_waits: list[tuple[float, float]] = field(default_factory=list)  # (began, seconds an action waited)
 
 
 def _summary(values: list[float], scale: float, unit: str) -> dict[str, float | int]:
@@ -97,6 +98,7 @@ def _phase(samples: Samples, interval_s: float, lo: float, hi: float) -> dict[st
         "scrape_lateness": _summary([max(x, 0.0) for x in late], 1.0, "s"),
         "api_post_action": _summary([s for t, s in samples.post if lo <= t < hi], 1000.0, "ms"),
         "api_get_metrics": _summary([s for t, s in samples.metrics if lo <= t < hi], 1000.0, "ms"),
+        "action_write_lock_wait": _summary([s for t, s in samples.lock_waits if lo <= t < hi], 1000.0, "ms"),
     }
 
 
@@ -177,6 +179,7 @@ def _measure(root: Path, size: Size) -> dict[str, Any]:
             if not service.ready.wait(1800):  # the first cycle evaluates the month once
                 raise RuntimeError("the service did not become ready")
             _watch_cycles(service, samples)
+            _watch_lock_waits(service, samples)
             analysis = service.lanes[-1]
             evaluations: list[float] = []
             stop_client = threading.Event()
@@ -227,6 +230,25 @@ def _watch_cycles(service: Any, samples: Samples) -> None:
             return run(now)
 
         job.run = timed_run
+
+
+def _watch_lock_waits(service: Any, samples: Samples) -> None:
+    """Record how long each control action waited for the write lock (its answer's time less the rest)."""
+    act, inner = service.act, service._act
+    held: dict[int, float] = {}
+
+    def timed_inner(request: Any) -> Any:
+        held[threading.get_ident()] = time.monotonic()
+        return inner(request)
+
+    def timed_act(request: Any) -> Any:
+        began = time.monotonic()
+        try:
+            return act(request)
+        finally:
+            samples.lock_waits.append((began, held.pop(threading.get_ident(), began) - began))
+
+    service._act, service.act = timed_inner, timed_act
 
 
 def run(quick: bool) -> dict[str, Any]:

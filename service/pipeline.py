@@ -69,14 +69,20 @@ def assess(wh: Warehouse, config: Config, month: Month) -> Assessment:
 
 
 def store_assessment(wh: Warehouse, assessment: Assessment) -> MonthOutputs:
-    """Store an assessment's plan and month outputs (the writer's part: short, under its lock)."""
-    plan, outputs = assessment.plan, assessment.outputs
+    """Store an assessment's plan and month outputs (the service's `Evaluate` stores the outputs, tables only
+    the evaluation writes, on a connection of their own without the write lock, and the plan under it)."""
+    store_plan(wh, assessment)
+    wh.store_month_outputs(assessment.outputs)
+    return assessment.outputs
+
+
+def store_plan(wh: Warehouse, assessment: Assessment) -> None:
+    """Store an assessment's quota plan (a few rows; plans are also what control actions decide on)."""
+    plan = assessment.plan
     wh.store_plan(
-        plan.id, outputs.month, plan.created_at, plan.status, dry_run=plan.dry_run, body=plan.to_dict(),
-        items=plan.to_frame(),
+        plan.id, assessment.outputs.month, plan.created_at, plan.status, dry_run=plan.dry_run,
+        body=plan.to_dict(), items=plan.to_frame(),
     )
-    wh.store_month_outputs(outputs)
-    return outputs
 
 
 def _plan(outputs: MonthOutputs, inputs: EvaluationInputs, config: Config, pending: pl.DataFrame,

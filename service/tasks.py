@@ -29,7 +29,7 @@ from gpusteward.domain import Month
 from service.importer import expand, import_one
 from service.jobs import JobResult
 from service.metrics import ServiceMetrics
-from service.pipeline import assess, latest_month, raise_alerts, store_assessment, write_reviews
+from service.pipeline import assess, latest_month, raise_alerts, store_plan, write_reviews
 from warehouse import FileSignature, Warehouse
 
 
@@ -170,9 +170,12 @@ class Evaluate:
             with self.lock:
                 self.shared.dirty = True
             raise
+        with own_connection(self.wh, self.lock) as side:
+            for assessment in assessed:  # the month's outputs: tables only the evaluation writes, no lock held
+                side.store_month_outputs(assessment.outputs)
         with self.lock:
             for assessment in assessed:
-                store_assessment(self.wh, assessment)
+                store_plan(self.wh, assessment)
             self.shared.alerts_due = bool(months)
         return JobResult(wrote=bool(months), detail=", ".join(str(m) for m in months))
 
@@ -181,14 +184,28 @@ class Evaluate:
 def snapshot(wh: Warehouse, lock: AbstractContextManager[object]) -> Iterator[Warehouse]:
     """A snapshot view of `wh` (Warehouse.snapshot_view), opened and closed under `lock` (both touch the
     writer's connection), read without it."""
-    with lock:
-        opened = wh.snapshot_view()
-        view = opened.__enter__()
-    try:
+    with _opened_under(wh.snapshot_view(), lock) as view:
         yield view
+
+
+@contextmanager
+def own_connection(wh: Warehouse, lock: AbstractContextManager[object]) -> Iterator[Warehouse]:
+    """`wh` on a connection of its own (Warehouse.own_connection), opened and closed under `lock`."""
+    with _opened_under(wh.own_connection(), lock) as side:
+        yield side
+
+
+@contextmanager
+def _opened_under(
+    opening: AbstractContextManager[Warehouse], lock: AbstractContextManager[object]
+) -> Iterator[Warehouse]:
+    with lock:
+        opened = opening.__enter__()
+    try:
+        yield opened
     finally:
         with lock:
-            opened.__exit__(None, None, None)
+            opening.__exit__(None, None, None)
 
 
 @dataclass

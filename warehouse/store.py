@@ -72,6 +72,17 @@ class Warehouse:
                 run(cursor, "ROLLBACK")
             cursor.close()
 
+    @contextmanager
+    def own_connection(self) -> Iterator[Warehouse]:
+        """This warehouse on a connection of its own (a DuckDB cursor): its transactions run beside the
+        writer's, under MVCC, so a long write to tables nobody else writes (a month's evaluated outputs)
+        need not hold the writer's lock. Open and close it under that lock; use it from one thread."""
+        cursor = self._con.cursor()
+        try:
+            yield Warehouse(cursor, self.path, read_only=self.read_only)
+        finally:
+            cursor.close()
+
     def query(self, sql: str, params: Sequence[Any] | None = None) -> pl.DataFrame:
         """Run one of this package's own SELECTs and return a polars frame."""
         frame: pl.DataFrame = self._con.sql(sql, params=list(params) if params else None).pl()
