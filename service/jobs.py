@@ -66,6 +66,10 @@ class JobState:
 class JobObserver(Protocol):
     """Told about every run; the service's metrics implement it."""
 
+    def job_started(self, name: str, late_s: float) -> None:
+        """A run began `late_s` seconds after it was due (0 when on time)."""
+        ...
+
     def job_finished(self, name: str, result: JobResult | None, seconds: float, error: str | None) -> None: ...
 
 
@@ -167,6 +171,8 @@ class Scheduler:
 
     def _run_one(self, job: Job, state: JobState, now: datetime) -> JobResult | None:
         started = time.perf_counter()
+        if self.observer is not None:
+            self.observer.job_started(job.name, max((now - state.next_due).total_seconds(), 0.0))
         result: JobResult | None = None
         error: str | None = None
         try:

@@ -339,6 +339,9 @@ class Service:
         rest = [j for j in lanes["writer"] if not j.name.startswith("import:")]
         return [*imports, *lanes["collection"], *rest, *lanes["analysis"]]
 
+    def job_started(self, name: str, late_s: float) -> None:
+        self.metrics.job_started(name, late_s)
+
     def job_finished(self, name: str, result: JobResult | None, seconds: float, error: str | None) -> None:
         self.metrics.job_finished(name, result, seconds, error)
         if error is None:
