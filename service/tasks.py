@@ -147,7 +147,8 @@ class Evaluate:
     """Evaluate (and plan quota for) the months with new data; skipped while nothing new arrived.
 
     It reads a snapshot of the warehouse and computes without the write lock (collection, the drain
-    and control actions go on meanwhile), then takes the lock only to store what it computed."""
+    and control actions go on meanwhile), stores the month's outputs on a connection of its own, and
+    takes the lock only to store the quota plan."""
 
     config: Config
     wh: Warehouse
@@ -163,13 +164,17 @@ class Evaluate:
                 return JobResult(detail="no new data")
             self.shared.dirty = False  # rows stored from now on call for the next evaluation
         try:
-            with snapshot(self.wh, self.lock) as view:
-                months = months_to_evaluate(view, now, self.config.timezone)
-                assessed = [assess(view, self.config, month) for month in months]
+            months = self._evaluate(now)
         except BaseException:
             with self.lock:
-                self.shared.dirty = True
+                self.shared.dirty = True  # evaluated again at the next turn
             raise
+        return JobResult(wrote=bool(months), detail=", ".join(str(m) for m in months))
+
+    def _evaluate(self, now: datetime) -> list[Month]:
+        with snapshot(self.wh, self.lock) as view:
+            months = months_to_evaluate(view, now, self.config.timezone)
+            assessed = [assess(view, self.config, month) for month in months]
         with own_connection(self.wh, self.lock) as side:
             for assessment in assessed:  # the month's outputs: tables only the evaluation writes, no lock held
                 side.store_month_outputs(assessment.outputs)
@@ -177,7 +182,7 @@ class Evaluate:
             for assessment in assessed:
                 store_plan(self.wh, assessment)
             self.shared.alerts_due = bool(months)
-        return JobResult(wrote=bool(months), detail=", ".join(str(m) for m in months))
+        return months
 
 
 @contextmanager
