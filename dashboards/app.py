@@ -1,11 +1,13 @@
 """Streamlit entry point.
 
-    streamlit run dashboards/app.py -- --read-model DIR --config FILE [--api URL] [--team-header NAME]
+    streamlit run dashboards/app.py -- --read-model DIR --config FILE [--api URL] [--user-header NAME]
+                                       [--groups-header NAME] [--team-header NAME]
     streamlit run dashboards/app.py -- --db FILE --config FILE          (no service running: read-only file)
 
 Reads the read model the service publishes (Parquet, no lock on the live warehouse); nobody types
 SQL here. The control actions (approve a plan, silence an alert) go through the service's API with
-the token in $GPUSTEWARD_DASHBOARD_TOKEN (or --api-token-env).
+the token in $GPUSTEWARD_DASHBOARD_TOKEN (or --api-token-env), on behalf of the viewer the sign-in
+proxy names (--user-header), so the audit names the person (dashboards/identity.py).
 """
 
 from __future__ import annotations
@@ -18,14 +20,34 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-import streamlit as st
 
-from dashboards.texts import LANGUAGE_NAMES, Texts
-from dashboards.view import Filters, Reader, View, choices, filter_outputs, naive_now, team_from_headers
-from gpusteward.config import load_config
-from gpusteward.config.schema import Config
-from gpusteward.domain import Month
-from reports.locale import LANGS, Lang
+def _product_packages_first() -> None:
+    """Put the folder holding the product's packages first on sys.path, and drop this script's own folder.
+
+    Streamlit puts the script's folder on sys.path, and `python -m streamlit` the working folder. Run from
+    a folder holding `reports/`, `alerts/` or `warehouse/` (the demo's output), those folders would be
+    imported instead of the product's packages of the same names (a folder without `__init__.py` becomes
+    a namespace package when no regular one is found on sys.path first, and an editable install's finder
+    is only asked after sys.path). Streamlit runs this script as `__main__` before the product's imports
+    below, on every rerun; imported as `dashboards.app` (by the pages, by tests) it changes nothing.
+    """
+    here = Path(__file__).resolve().parent
+    root = str(here.parent)
+    sys.path[:] = [root, *(p for p in sys.path if p not in (root, str(here)))]
+
+
+if __name__ == "__main__":
+    _product_packages_first()
+
+import streamlit as st  # noqa: E402
+
+from dashboards.identity import Refusal, SignIn, viewer_from_headers  # noqa: E402
+from dashboards.texts import LANGUAGE_NAMES, Texts  # noqa: E402
+from dashboards.view import Filters, Reader, View, choices, filter_outputs, naive_now  # noqa: E402
+from gpusteward.config import load_config  # noqa: E402
+from gpusteward.config.schema import Config  # noqa: E402
+from gpusteward.domain import Month  # noqa: E402
+from reports.locale import LANGS, Lang  # noqa: E402
 
 CACHE_TTL_S = 60
 VIEW_KEY = "_gpusteward_view"
@@ -44,7 +66,13 @@ def parse_args(argv: Sequence[str]) -> argparse.Namespace:
     parser.add_argument("--api-token-env", default="GPUSTEWARD_DASHBOARD_TOKEN",
                         help="environment variable holding the control API token (never shown)")
     parser.add_argument("--team-header", default=None,
-                        help="trust this request header (set by an authenticating proxy) as the viewer's team")
+                        help="trust this request header (set by an authenticating proxy) as the viewer's team; "
+                             "a request without it is refused")
+    parser.add_argument("--user-header", default=None,
+                        help="trust this request header (set by an authenticating proxy) as the viewer's identity, "
+                             "forwarded to the control API so the audit names them; a request without it is refused")
+    parser.add_argument("--groups-header", default=None,
+                        help="the proxy's header with the viewer's groups, forwarded with --user-header")
     return parser.parse_args(list(argv))
 
 
@@ -104,12 +132,22 @@ def run_app(
     api_url: str | None = None,
     api_token: str | None = None,
     team_header: str | None = None,
+    user_header: str | None = None,
+    groups_header: str | None = None,
     headers: Callable[[], Mapping[str, str]] | None = None,
     now: datetime | None = None,
 ) -> None:
-    """Sidebar (language, period, filters), then the chosen page."""
+    """Sidebar (language, period, filters), then the chosen page; a request the sign-in headers refuse
+    gets an error and nothing else (dashboards/identity.py)."""
     lang = _language()
     tx = Texts(lang, config.timezone)
+    sign_in = SignIn(user_header, groups_header, team_header)
+    viewer = viewer_from_headers((headers or (lambda: st.context.headers))(), sign_in)
+    if isinstance(viewer, Refusal):
+        st.error(tx(viewer.key, **{k: tx(str(v)) if k == "what" else v for k, v in viewer.params.items()}))
+        return
+    if viewer.user:
+        st.sidebar.caption(tx("page.signed_in", user=viewer.user))
     try:
         model = open_model()
     except (FileNotFoundError, ValueError) as exc:
@@ -120,10 +158,9 @@ def run_app(
         st.info(tx("page.no_month", error=tx("page.nothing_evaluated")))
         return
     outputs = model.month_outputs(month)
-    team_scope = team_from_headers((headers or (lambda: dict(st.context.headers)))(), team_header)
-    filters = _filters(choices(outputs, config), tx, config, team_scope)
+    filters = _filters(choices(outputs, config), tx, config, viewer.team)
     st.session_state[VIEW_KEY] = View(model, month, filter_outputs(outputs, filters), filters, lang, config,
-                                      naive_now(now), team_scope, api_url, api_token)
+                                      naive_now(now), viewer.team, api_url, api_token, viewer.forwarded(sign_in))
     nav = st.navigation([
         st.Page(str(SCREENS / f"{name}.py"), title=tx(f"nav.{name}"), url_path=name, default=name == "overview")
         for name in PAGES
@@ -140,12 +177,12 @@ def _read_model(root: str, version: str | None) -> Reader:
 
 
 @st.cache_resource(ttl=CACHE_TTL_S, show_spinner=False, max_entries=2)
-def _from_db(db: str) -> Reader:
+def _from_db(db: str, tz: str) -> Reader:
     from warehouse import open_warehouse
     from warehouse.readmodel import snapshot
 
     with open_warehouse(db, read_only=True) as wh:
-        return snapshot(wh)
+        return snapshot(wh, tz=tz)
 
 
 def main(argv: Sequence[str] | None = None) -> None:
@@ -160,10 +197,11 @@ def main(argv: Sequence[str] | None = None) -> None:
     else:
 
         def open_model() -> Reader:
-            return _from_db(args.db)
+            return _from_db(args.db, config.timezone)
 
     run_app(open_model, config, first_month=args.month, api_url=args.api,
-            api_token=os.environ.get(args.api_token_env) or None, team_header=args.team_header)
+            api_token=os.environ.get(args.api_token_env) or None, team_header=args.team_header,
+            user_header=args.user_header, groups_header=args.groups_header)
 
 
 if __name__ == "__main__":

@@ -29,7 +29,7 @@ from sla.inputs import EvaluationInputs
 from sla.month import evaluate_month
 from sla.outputs import MonthOutputs, plan_protected_frame, plan_replay_frame
 from warehouse import Warehouse
-from warehouse.quota_store import applied_changes
+from warehouse.quota_store import applied_changes, plan_body
 
 
 def latest_month(wh: Warehouse, tz: str = "UTC") -> Month:
@@ -40,6 +40,10 @@ def latest_month(wh: Warehouse, tz: str = "UTC") -> Month:
     return months[-1]
 
 
+SERVICE_ACTOR = "gpusteward"
+"""Who proposes the plans the service's own evaluation makes (a person's `quota plan` names them)."""
+
+
 @dataclass(frozen=True)
 class Assessment:
     """A month evaluated and its quota plan, computed from a read of the warehouse, not yet stored."""
@@ -48,10 +52,11 @@ class Assessment:
     plan: Plan
 
 
-def evaluate(wh: Warehouse, config: Config, month: Month) -> MonthOutputs:
+def evaluate(wh: Warehouse, config: Config, month: Month, *, proposed_by: str = SERVICE_ACTOR) -> MonthOutputs:
     """Evaluate the month (its days in the pool's time zone), plan quota changes, and store both;
-    return the month's outputs."""
-    return store_assessment(wh, assess(wh, config, month))
+    return the month's outputs. The stored plan lists everyone who proposed it (the same changes
+    proposed again keep the earlier proposers): with separation of duties none of them may approve it."""
+    return store_assessment(wh, assess(wh, config, month), proposed_by=proposed_by)
 
 
 def assess(wh: Warehouse, config: Config, month: Month) -> Assessment:
@@ -68,21 +73,24 @@ def assess(wh: Warehouse, config: Config, month: Month) -> Assessment:
     return Assessment(outputs, plan)
 
 
-def store_assessment(wh: Warehouse, assessment: Assessment) -> MonthOutputs:
+def store_assessment(
+    wh: Warehouse, assessment: Assessment, *, proposed_by: str = SERVICE_ACTOR
+) -> MonthOutputs:
     """Store an assessment's plan and month outputs (the service's `Evaluate` stores the outputs, tables only
     the evaluation writes, on a connection of their own without the write lock, and the plan under it)."""
-    store_plan(wh, assessment)
+    store_plan(wh, assessment, proposed_by=proposed_by)
     wh.store_month_outputs(assessment.outputs)
     return assessment.outputs
 
 
-def store_plan(wh: Warehouse, assessment: Assessment) -> None:
-    """Store an assessment's quota plan (a few rows; plans are also what control actions decide on)."""
+def store_plan(wh: Warehouse, assessment: Assessment, *, proposed_by: str = SERVICE_ACTOR) -> None:
+    """Store an assessment's quota plan (a few rows; plans are also what control actions decide on), with
+    everyone who proposed it: the earlier proposers of the same changes and `proposed_by`."""
     plan = assessment.plan
-    wh.store_plan(
-        plan.id, assessment.outputs.month, plan.created_at, plan.status, dry_run=plan.dry_run,
-        body=plan.to_dict(), items=plan.to_frame(),
-    )
+    earlier = (plan_body(wh, plan.id) or {}).get("proposed_by") or []
+    proposers = [*earlier, *([proposed_by] if proposed_by not in earlier else [])]
+    wh.store_plan(plan.id, assessment.outputs.month, plan.created_at, plan.status, dry_run=plan.dry_run,
+                  body={**plan.to_dict(), "proposed_by": proposers}, items=plan.to_frame())
 
 
 def _plan(outputs: MonthOutputs, inputs: EvaluationInputs, config: Config, pending: pl.DataFrame,

@@ -32,6 +32,7 @@ from gpusteward.config import Config
 from gpusteward.config.service import DEFAULT_IMPORT_IGNORE
 from gpusteward.domain import Month
 from service.api import ApiContext, Request
+from service.api_identity import ProxyIdentity
 from service.api_server import ApiServer, ListenError, Tls, listen_refusal
 from service.api_tokens import load_tokens
 from service.collection import DrainSpool, LiveCollect
@@ -148,6 +149,7 @@ class Service:
             until=request.until,
             reason=request.reason,
             override=request.override,
+            separation=self.config.service.separation_of_duties,
         )
         if request.action == "review.trigger":
             self.shared.review_requests.append(month)
@@ -263,7 +265,8 @@ class Service:
             assert self.spool is not None
             self.metrics.spool_waiting.set(self.spool.depth())  # what a crash left is drained first
             ctx = ApiContext(
-                self.metrics.registry, self.tokens, self, self.ready, self.healthy, on_action=self._count_action
+                self.metrics.registry, self.tokens, self, self.ready, self.healthy, on_action=self._count_action,
+                proxy=ProxyIdentity.from_config(self.config.service.proxy),
             )
             s = self.settings
             server = ApiServer(ctx, s.host, s.port, tls=s.tls, insecure_listen=s.insecure_listen).start()
