@@ -282,6 +282,7 @@ def _month(root: Path, size: Size) -> float:
 
 def run(quick: bool) -> dict[str, Any]:
     size = QUICK if quick else FULL
+    load_before = os.getloadavg()[0]
     with tempfile.TemporaryDirectory(prefix="gpusteward-bench-service-") as tmp:
         root = Path(tmp)
         setup = _month(root, size)
@@ -290,7 +291,7 @@ def run(quick: bool) -> dict[str, Any]:
         "month": f"{size.gpus} GPUs x {size.days} days ({size.gpus * size.days * 1440:,} GPU-minutes, synthetic)",
         "setup_s": round(setup, 1),
         "fleet": f"{size.nodes} nodes ({size.nodes * 8} GPUs) scraped every {size.interval_s:g} s",
-        "load_average_1m_before": round(os.getloadavg()[0], 2),
+        "load_average_1m_before": round(load_before, 2),
         **measured,
         "load_average_1m_after": round(os.getloadavg()[0], 2),
     }
