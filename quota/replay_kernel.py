@@ -44,7 +44,8 @@ FIELDS = (
     # limits
     "allows", "chain_lim", "chain_nlim", "touch_at", "touch_len", "touches", "room",
     # queue
-    "waiting", "wait_at", "wait_len", "class_chain", "class_gpus", "class_spans", "class_share",
+    "waiting", "wait_at", "wait_len", "fen", "local", "in_queue", "class_pending",
+    "class_chain", "class_gpus", "class_spans", "class_share",
     "chain_cls_at", "chain_cls_len",
     "chain_classes", "chain_pending", "chain_qos", "pending_qos",
     # preemption
@@ -326,21 +327,64 @@ def _stop(s: Any, i: int, t: float) -> None:  # pragma: no cover - compiled
     s.left[i] = max(0.0, s.left[i] - (t - start))
 
 
+# Pending jobs: each class's jobs are known up front, so a class is its jobs' ranks in order
+# (s.waiting[s.wait_at[c]:][:s.wait_len[c]]) with a Fenwick tree of which of them are pending: adding,
+# removing and finding the first pending job after a rank are O(log n) however long the queue grows.
+
+@njit(cache=True)
+def _fen_add(s: Any, c: int, position: int, by: int) -> None:  # pragma: no cover - compiled
+    base, size = s.wait_at[c] + c, s.wait_len[c]
+    k = position + 1
+    while k <= size:
+        s.fen[base + k] += by
+        k += k & -k
+
+
+@njit(cache=True)
+def _first_from(s: Any, c: int, position: int) -> int:  # pragma: no cover - compiled
+    """The rank of class c's first pending job at or after `position` in its order; -1: none."""
+    base, size, fen = s.wait_at[c] + c, s.wait_len[c], s.fen
+    want = 1
+    k = position
+    while k > 0:  # pending jobs before `position`
+        want += fen[base + k]
+        k -= k & -k
+    if want > s.class_pending[c]:
+        return -1
+    at, step = 0, 1
+    while step * 2 <= size:
+        step *= 2
+    while step > 0:
+        if at + step <= size and fen[base + at + step] < want:
+            at += step
+            want -= fen[base + at]
+        step //= 2
+    return s.waiting[s.wait_at[c] + at]
+
+
+@njit(cache=True)
+def _after(s: Any, c: int, rank: int) -> int:  # pragma: no cover - compiled
+    """The rank of class c's first pending job after `rank` (-1: from its first); -1: none."""
+    if rank < 0:
+        return _first_from(s, c, 0)
+    return _first_from(s, c, _bisect_right(s.waiting[s.wait_at[c]:s.wait_at[c] + s.wait_len[c]], rank))
+
+
 @njit(cache=True)
 def _queue_add(s: Any, i: int) -> None:  # pragma: no cover - compiled
     c = s.cls[i]
-    base, length = s.wait_at[c], s.wait_len[c]
-    _insert(s.waiting, base, length, _bisect_left(s.waiting[base:base + length], s.rank[i]), s.rank[i])
-    s.wait_len[c] += 1
+    _fen_add(s, c, s.local[i], 1)
+    s.class_pending[c] += 1
+    s.in_queue[i] = True
     s.chain_pending[s.chain_of[i]] += 1
 
 
 @njit(cache=True)
 def _queue_remove(s: Any, i: int) -> None:  # pragma: no cover - compiled
     c = s.cls[i]
-    base, length = s.wait_at[c], s.wait_len[c]
-    _delete(s.waiting, base, length, _bisect_left(s.waiting[base:base + length], s.rank[i]))
-    s.wait_len[c] -= 1
+    _fen_add(s, c, s.local[i], -1)
+    s.class_pending[c] -= 1
+    s.in_queue[i] = False
     s.chain_pending[s.chain_of[i]] -= 1
 
 
@@ -583,11 +627,10 @@ def _heads(s: Any, after: int, reserver_only: bool, heads: Any) -> None:  # prag
             c = s.chain_classes[x]
             if s.class_gpus[c] > room:
                 break
-            jobs = s.waiting[s.wait_at[c]:s.wait_at[c] + s.wait_len[c]]
-            at = 0 if after < 0 else _bisect_right(jobs, after)
-            if at == len(jobs):
+            rank = _after(s, c, after)
+            if rank < 0:
                 continue
-            rank, share, spans = jobs[at], s.class_share[c], s.class_spans[c]
+            share, spans = s.class_share[c], s.class_spans[c]
             if _enough(s, share) >= spans or (preemptor and share < s.failed[_failed_at(spans, -1)]):
                 if not reserver_only:
                     heapq.heappush(heads, (rank, c, 0))
@@ -626,10 +669,9 @@ def _schedule_all(s: Any, t: float) -> bool:  # pragma: no cover - compiled
             if s.scalars[_HELD] == 0 or s.scalars[_HELD_RANK] > rank:  # nothing reserved: the next that would
                 _heads(s, rank, True, heads)
         elif tried:
-            jobs = s.waiting[s.wait_at[c]:s.wait_at[c] + s.wait_len[c]]
-            at = _bisect_right(jobs, rank)
-            if at < len(jobs):
-                heapq.heappush(heads, (jobs[at], c, 0))
+            later = _after(s, c, rank)
+            if later >= 0:
+                heapq.heappush(heads, (later, c, 0))
     _requeue(s)
     return s.pass_state[_PREEMPTED] == 1
 
@@ -696,9 +738,9 @@ def _run(s: Any, submit: Any, pinned: Any, pinned_start: Any, named_at: Any,
                 passes += 1
     # What never started, in priority order.
     left = []
-    for c in range(len(s.wait_at)):
-        for r in s.waiting[s.wait_at[c]:s.wait_at[c] + s.wait_len[c]]:
-            left.append(r)
+    for i in range(len(s.in_queue)):
+        if s.in_queue[i]:
+            left.append(s.rank[i])
     left.sort()
     for r in left:
         i = s.job_of_rank[r]
@@ -737,10 +779,15 @@ def _make_state(gpus: Any, spans: Any, limit: Any, qos: Any, chain_of: Any, cls:
     for c in range(len(chain_nlim)):
         for k in range(chain_nlim[c]):
             room[c] = min(room[c], allows[chain_lim[c, k]])
-    wait_at = np.zeros(len(class_chain), np.int64)  # each class's run in `waiting`: as long as its jobs
+    classes = len(class_chain)
+    wait_len = np.zeros(classes, np.int64)
     for i in range(n):
-        wait_at[cls[i]] += 1
-    wait_at = np.cumsum(wait_at) - wait_at
+        wait_len[cls[i]] += 1
+    wait_at = np.cumsum(wait_len) - wait_len
+    by_class = np.argsort(cls * n + rank)  # by class, then priority order
+    local = np.empty(n, np.int64)
+    for k in range(n):
+        local[by_class[k]] = k - wait_at[cls[by_class[k]]]
     on = List()
     for _n in range(nodes):
         on.append(List.empty_list(types.int64))
@@ -760,7 +807,8 @@ def _make_state(gpus: Any, spans: Any, limit: Any, qos: Any, chain_of: Any, cls:
         free, codes, scalars, np.full(1, INF), np.zeros(nodes, np.int64), np.zeros(nodes, np.bool_),
         List.empty_list(types.int64),
         allows.copy(), chain_lim, chain_nlim, touch_at, touch_len, touches, room,
-        np.zeros(n, np.int64), wait_at, np.zeros(len(class_chain), np.int64), class_chain, class_gpus, class_spans,
+        rank[by_class], wait_at, wait_len, np.zeros(n + classes, np.int64), local, np.zeros(n, np.bool_),
+        np.zeros(classes, np.int64), class_chain, class_gpus, class_spans,
         (class_gpus + class_spans - 1) // class_spans,
         chain_cls_at, chain_cls_len, chain_classes, np.zeros(len(chain_nlim), np.int64), chain_qos,
         np.zeros(qn, np.int64),
