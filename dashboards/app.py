@@ -1,11 +1,13 @@
 """Streamlit entry point.
 
-    streamlit run dashboards/app.py -- --read-model DIR --config FILE [--api URL] [--team-header NAME]
+    streamlit run dashboards/app.py -- --read-model DIR --config FILE [--api URL] [--user-header NAME]
+                                       [--groups-header NAME] [--team-header NAME]
     streamlit run dashboards/app.py -- --db FILE --config FILE          (no service running: read-only file)
 
 Reads the read model the service publishes (Parquet, no lock on the live warehouse); nobody types
 SQL here. The control actions (approve a plan, silence an alert) go through the service's API with
-the token in $GPUSTEWARD_DASHBOARD_TOKEN (or --api-token-env).
+the token in $GPUSTEWARD_DASHBOARD_TOKEN (or --api-token-env), on behalf of the viewer the sign-in
+proxy names (--user-header), so the audit names the person (dashboards/identity.py).
 """
 
 from __future__ import annotations
@@ -20,8 +22,9 @@ from typing import Any
 
 import streamlit as st
 
+from dashboards.identity import Refusal, SignIn, viewer_from_headers
 from dashboards.texts import LANGUAGE_NAMES, Texts
-from dashboards.view import Filters, Reader, View, choices, filter_outputs, naive_now, team_from_headers
+from dashboards.view import Filters, Reader, View, choices, filter_outputs, naive_now
 from gpusteward.config import load_config
 from gpusteward.config.schema import Config
 from gpusteward.domain import Month
@@ -44,7 +47,13 @@ def parse_args(argv: Sequence[str]) -> argparse.Namespace:
     parser.add_argument("--api-token-env", default="GPUSTEWARD_DASHBOARD_TOKEN",
                         help="environment variable holding the control API token (never shown)")
     parser.add_argument("--team-header", default=None,
-                        help="trust this request header (set by an authenticating proxy) as the viewer's team")
+                        help="trust this request header (set by an authenticating proxy) as the viewer's team; "
+                             "a request without it is refused")
+    parser.add_argument("--user-header", default=None,
+                        help="trust this request header (set by an authenticating proxy) as the viewer's identity, "
+                             "forwarded to the control API so the audit names them; a request without it is refused")
+    parser.add_argument("--groups-header", default=None,
+                        help="the proxy's header with the viewer's groups, forwarded with --user-header")
     return parser.parse_args(list(argv))
 
 
@@ -104,12 +113,22 @@ def run_app(
     api_url: str | None = None,
     api_token: str | None = None,
     team_header: str | None = None,
+    user_header: str | None = None,
+    groups_header: str | None = None,
     headers: Callable[[], Mapping[str, str]] | None = None,
     now: datetime | None = None,
 ) -> None:
-    """Sidebar (language, period, filters), then the chosen page."""
+    """Sidebar (language, period, filters), then the chosen page; a request the sign-in headers refuse
+    gets an error and nothing else (dashboards/identity.py)."""
     lang = _language()
     tx = Texts(lang, config.timezone)
+    sign_in = SignIn(user_header, groups_header, team_header)
+    viewer = viewer_from_headers((headers or (lambda: st.context.headers))(), sign_in)
+    if isinstance(viewer, Refusal):
+        st.error(tx(viewer.key, **{k: tx(str(v)) if k == "what" else v for k, v in viewer.params.items()}))
+        return
+    if viewer.user:
+        st.sidebar.caption(tx("page.signed_in", user=viewer.user))
     try:
         model = open_model()
     except (FileNotFoundError, ValueError) as exc:
@@ -120,10 +139,9 @@ def run_app(
         st.info(tx("page.no_month", error=tx("page.nothing_evaluated")))
         return
     outputs = model.month_outputs(month)
-    team_scope = team_from_headers((headers or (lambda: dict(st.context.headers)))(), team_header)
-    filters = _filters(choices(outputs, config), tx, config, team_scope)
+    filters = _filters(choices(outputs, config), tx, config, viewer.team)
     st.session_state[VIEW_KEY] = View(model, month, filter_outputs(outputs, filters), filters, lang, config,
-                                      naive_now(now), team_scope, api_url, api_token)
+                                      naive_now(now), viewer.team, api_url, api_token, viewer.forwarded(sign_in))
     nav = st.navigation([
         st.Page(str(SCREENS / f"{name}.py"), title=tx(f"nav.{name}"), url_path=name, default=name == "overview")
         for name in PAGES
@@ -163,7 +181,8 @@ def main(argv: Sequence[str] | None = None) -> None:
             return _from_db(args.db)
 
     run_app(open_model, config, first_month=args.month, api_url=args.api,
-            api_token=os.environ.get(args.api_token_env) or None, team_header=args.team_header)
+            api_token=os.environ.get(args.api_token_env) or None, team_header=args.team_header,
+            user_header=args.user_header, groups_header=args.groups_header)
 
 
 if __name__ == "__main__":

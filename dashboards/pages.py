@@ -110,11 +110,12 @@ def review(view: View) -> None:
 
 
 def _post(view: View, path: str, body: dict[str, object]) -> tuple[int, str]:
-    if not view.api_url or not view.api_token:
+    if not view.api_url or not view.can_call_api:
         return 0, view.tx("control.unconfigured")
+    token = {"Authorization": f"Bearer {view.api_token}"} if view.api_token else {}
     try:
         response = httpx.post(view.api_url.rstrip("/") + path, json=body, timeout=API_TIMEOUT_S,
-                              headers={"Authorization": f"Bearer {view.api_token}"})
+                              headers={**token, **view.on_behalf})
     except httpx.HTTPError as exc:
         return 0, str(exc)
     return response.status_code, response.text
@@ -133,7 +134,7 @@ def _can_act(view: View) -> bool:
     if view.team_scope:
         st.caption(view.tx("control.team_read_only"))
         return False
-    if not view.api_url or not view.api_token:
+    if not view.can_call_api:
         st.caption(view.tx("control.unconfigured"))
         return False
     return True

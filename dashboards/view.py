@@ -94,15 +94,6 @@ def filter_alerts(alerts: pl.DataFrame, f: Filters) -> pl.DataFrame:
     return _keep(alerts, "subject", f.clusters)
 
 
-def team_from_headers(headers: Mapping[str, str], header: str | None) -> str | None:
-    """The team a trusted proxy put in `header`; None when the header is not trusted or absent."""
-    if not header:
-        return None
-    wanted = header.lower()
-    value = next((v for k, v in headers.items() if k.lower() == wanted), None)
-    return value.strip() or None if value else None
-
-
 @dataclass(frozen=True)
 class View:
     model: Reader
@@ -115,6 +106,12 @@ class View:
     team_scope: str | None = None
     api_url: str | None = None
     api_token: str | None = field(default=None, repr=False)
+    on_behalf: Mapping[str, str] = field(default_factory=dict)  # the viewer's sign-in headers, sent with actions
+
+    @property
+    def can_call_api(self) -> bool:
+        """An API address, and a token or a signed-in viewer to act as."""
+        return bool(self.api_url and (self.api_token or self.on_behalf))
 
     @property
     def tx(self) -> Texts:

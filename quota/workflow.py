@@ -7,6 +7,8 @@ The rules (docs/quota.md):
 - limits are written one by one through guarded writes (read, compare, write, read back); if one
   fails, the ones already written are restored, so a plan is never left half-applied;
 - a rollback writes the applied changes back in reverse order, guarded the same way;
+- with separation of duties, whoever approved a plan cannot apply it (and, in `warehouse.control`,
+  whoever proposed or applied it cannot approve it);
 - every attempt, refused ones included, is stored as one audit record (who approved, who applied,
   when, transport, before and after per limit, result).
 """
@@ -189,8 +191,11 @@ def apply_plan(
     clock: Callable[[], datetime],
     dry_run: bool = False,
     targets: Callable[[PlanItem], QuotaTarget] = target_of,
+    separation: bool = False,
 ) -> ApplyRecord:
-    """Apply an approved plan (all of its limits or none), or dry-run any plan; always leaves a record."""
+    """Apply an approved plan (all of its limits or none), or dry-run any plan; always leaves a record.
+
+    `separation` (separation of duties): whoever approved the plan cannot apply it; refused, and recorded."""
     plan = load_plan(store, plan_id)
     started = clock()
     approval = store.decision(plan_id)
@@ -200,6 +205,9 @@ def apply_plan(
     gate: str | None = None
     if not dry_run and (approval is None or approval.decision != "approved"):
         gate = f"plan {plan_id} is {approval.decision if approval else 'not approved'}; approve it first"
+    elif not dry_run and separation and approval is not None and approval.decided_by == actor:
+        gate = (f"separation of duties: {actor} approved plan {plan_id}, so someone else must apply it "
+                "(service.separation_of_duties)")
     elif not dry_run and active is not None:
         gate = f"plan {plan_id} is already applied ({active.apply_id} by {active.actor}); roll it back first"
     elif not plan.changes:

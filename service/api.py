@@ -8,7 +8,8 @@ checks every body passes before the controller is asked to act (and so before an
     POST /api/v1/reviews                        {"month": "YYYY-MM"}         -> 202
     POST /api/v1/quarantine/retry               {"path": "...", "reason": "..."} -> 202
 
-Callers send `Authorization: Bearer <token>`; the token's identity is who the audit trail names.
+Callers send `Authorization: Bearer <token>`; the token's identity is who the audit trail names, unless a
+trusted authenticating proxy names the user in its header (service/api_identity.py).
 A plan whose replay makes a protected objective worse is refused (409) unless the approval carries an
 `override` reason, stored with the approval (docs/quota.md).
 Tokens and roles: service/api_tokens.py; a caller whose role does not allow the action gets 403.
@@ -28,6 +29,7 @@ from typing import Any, Protocol
 from prometheus_client import CollectorRegistry
 
 from gpusteward.domain import Month
+from service.api_identity import ProxyIdentity
 from service.api_tokens import Tokens
 from warehouse.control import Action, ControlError
 
@@ -85,6 +87,7 @@ class ApiContext:
     healthy: Callable[[], bool]
     on_action: Callable[[str, int], None] | None = None
     read_timeout_s: float = READ_TIMEOUT_S
+    proxy: ProxyIdentity | None = None  # identity from a trusted proxy's header (service/api_identity.py)
 
 
 def check_target(action: Action, target: str) -> str:

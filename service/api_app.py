@@ -3,7 +3,8 @@ token-authenticated POST endpoints of `service/api.py`.
 
 Every refusal is a JSON object `{"error": what is wrong, "where": the part at fault}` with a 4xx
 status, and the connection is closed after it (a body may be left unread). A POST is answered in
-this order: route (404/405), token (401), role (403), body read within the time and size limits (408/413),
+this order: route (404/405), token or a trusted proxy's user (401; 403 for an untrusted peer), role
+(403), body read within the time and size limits (408/413),
 body checked field by field (400), then the controller acts (and only then is it audited).
 GETs are served on the event loop and never wait for the write lock; the controller's actions run
 on a small pool of threads, so a job holding the lock cannot starve /metrics or /healthz.
@@ -31,6 +32,7 @@ from starlette.routing import Route
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 from service.api import MAX_BODY, ApiContext, BadRequestError, build_request, parse_body
+from service.api_identity import identify
 from service.api_openapi import ENDPOINTS, Endpoint, openapi_document
 from service.api_tokens import least_role
 from warehouse.control import Action, ControlError
@@ -98,13 +100,13 @@ class _Handlers:
         return handle
 
     async def _act(self, request: HttpRequest, action: Action, endpoint: Endpoint) -> Response:
-        caller = self.ctx.tokens.caller(request.headers.get("authorization"))
-        if caller is None:
-            return self._finish(action, 401, {"error": "a valid bearer token is required",
-                                              "where": "header Authorization"})
+        peer = request.client.host if request.client else None
+        caller = identify(self.ctx.tokens, self.ctx.proxy, request.headers, peer)
         if not caller.may(action):  # refused before the body is read, so nothing of it is recorded
+            via = f" (through {caller.via}'s token)" if caller.via else ""
             return self._finish(action, 403, {
-                "error": f"{caller.identity} has the {caller.role} role; {action} needs {least_role(action)} or above",
+                "error": f"{caller.identity} has the {caller.role} role{via}; {action} needs {least_role(action)} "
+                         "or above",
                 "where": "header Authorization"})
         actor = caller.identity
         body = parse_body(await self._read_body(request))
@@ -113,7 +115,8 @@ class _Handlers:
         result = await anyio.to_thread.run_sync(
             functools.partial(self.ctx.controller.act, checked), limiter=self.limiter
         )
-        log.info("control: %s %s accepted by %s", action, checked.target, actor)
+        log.info("control: %s %s accepted by %s%s", action, checked.target, actor,
+                 f" via {caller.via}" if caller.via else "")
         return self._finish(action, endpoint.status, result)
 
     async def _read_body(self, request: HttpRequest) -> bytes:

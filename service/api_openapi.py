@@ -125,6 +125,10 @@ def openapi_document() -> dict[str, Any]:
             "schemas": {"Error": _ERROR},
             "securitySchemes": {"bearer": {"type": "http", "scheme": "bearer",
                                            "description": "a token of the service's token files; its role "
-                                                          "(viewer, operator, approver, admin) limits the actions"}},
+                                                          "(viewer, operator, approver, admin) limits the actions. "
+                                                          "Instead, or beside it, a trusted authenticating proxy "
+                                                          "may name the user in service.proxy.user_header, whose "
+                                                          "role comes from service.proxy.roles "
+                                                          "(docs/service.md)"}},
         },
     }

@@ -30,14 +30,15 @@ import secrets
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Literal, cast, get_args
+from typing import cast, get_args
 
+from gpusteward.config import service as service_config
 from warehouse.control import ACTIONS, Action
 
 log = logging.getLogger("gpusteward.service.api")
 
 TOKENS_ENV = "GPUSTEWARD_API_TOKENS"
-Role = Literal["viewer", "operator", "approver", "admin"]
+Role = service_config.Role  # the names live in the config, which maps proxy users to them
 ROLES: tuple[Role, ...] = get_args(Role)
 _OPERATOR: frozenset[Action] = frozenset({"alert.silence", "alert.acknowledge", "review.trigger", "import.retry"})
 ALLOWED: dict[Role, frozenset[Action]] = {
@@ -57,6 +58,7 @@ def least_role(action: Action) -> Role:
 class Caller:
     identity: str
     role: Role
+    via: str | None = None  # the token of the proxy that named this caller (service/api_identity.py)
 
     def may(self, action: Action) -> bool:
         return action in ALLOWED[self.role]

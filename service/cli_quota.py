@@ -14,6 +14,7 @@ import functools
 import getpass
 import json
 import os
+import pwd
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -24,8 +25,15 @@ from gpusteward.domain import Month
 from service.cli_options import config_option, db_option, load, month_option, open_for_writing, pick_month
 
 by_option = click.option(
-    "--by", "actor", default=None, help="Who does this, for the audit trail (default: the login name)."
+    "--by", "actor", default=None,
+    help="Who does this, for the audit trail (default: the login name; with separation of duties, only that).",
 )
+api_option = click.option(
+    "--api", "api_url", default=None, envvar="GPUSTEWARD_API_URL",
+    help="Decide through the running service's control API at this URL (default: $GPUSTEWARD_API_URL), as the "
+         "owner of the token in $GPUSTEWARD_API_TOKEN; without it the warehouse file is written directly.",
+)
+API_TOKEN_ENV = "GPUSTEWARD_API_TOKEN"  # noqa: S105 - the name of the variable, not a token
 lang_option = click.option(
     "--lang", type=click.Choice(["en", "zh"]), default="en", show_default=True,
     help="Language of the reasons, evidence and effects.",
@@ -36,8 +44,28 @@ def _now() -> datetime:
     return datetime.now(UTC)
 
 
-def _actor(actor: str | None) -> str:
-    return actor or os.environ.get("GPUSTEWARD_USER") or getpass.getuser()
+def _login() -> str:
+    """The operating system account running this command (not $USER or $LOGNAME, which anyone can set)."""
+    try:
+        return pwd.getpwuid(os.getuid()).pw_name
+    except KeyError:  # an account without a passwd entry (some containers)
+        return f"uid:{os.getuid()}"
+
+
+def _actor(actor: str | None, *, separation: bool = False) -> str:
+    """Who the audit names. With separation of duties it is the OS account, and --by (or $GPUSTEWARD_USER)
+    naming anyone else is refused: otherwise whoever proposed a plan could approve it under another name."""
+    if not separation:
+        return actor or os.environ.get("GPUSTEWARD_USER") or getpass.getuser()
+    login = _login()
+    claimed = actor or os.environ.get("GPUSTEWARD_USER")
+    if claimed and claimed != login:
+        raise click.UsageError(
+            f"separation of duties is on (service.separation_of_duties): this command acts as {login}, the "
+            f"account running it, and cannot act as {claimed}; run it as them, or use the service's API "
+            "(--api) with their own token"
+        )
+    return login
 
 
 @click.group("quota")
@@ -52,14 +80,15 @@ def quota() -> None:
 @click.option("--json", "as_json", is_flag=True, help="Print the plan as JSON.")
 @lang_option
 def quota_plan(config_path: str | None, db_path: str | None, month: Month | None, as_json: bool, lang: str) -> None:
-    """Recommend quota changes for a month, store the plan and print it."""
+    """Recommend quota changes for a month, store the plan and print it. The plan records who proposed
+    it ($GPUSTEWARD_USER, else the login name): with separation of duties they cannot approve it."""
     from quota.plan import Plan, render_text
     from service.pipeline import evaluate as run_evaluation
 
     config = load(config_path)
     with open_for_writing(config, db_path) as wh:
         chosen = pick_month(wh, month, config)
-        run_evaluation(wh, config, chosen)
+        run_evaluation(wh, config, chosen, proposed_by=_actor(None, separation=config.service.separation_of_duties))
         plans = wh.plans(chosen)
     plan = Plan.from_dict(json.loads(plans.row(-1, named=True)["body"]))
     click.echo(plan.to_json() if as_json else render_text(plan, lang))
@@ -103,19 +132,52 @@ def quota_show(config_path: str | None, db_path: str | None, plan_id: str | None
                            result=r.result, detail=r.detail))
 
 
+def _decide_through_api(api_url: str, plan_id: str, *, action: str, actor: str | None, note: str | None,
+                        override: str | None) -> None:
+    """The decision as a control API call: the service names the caller from their token, never from --by."""
+    import httpx
+
+    if actor is not None:
+        raise click.UsageError("--by is not taken with --api: the service names you from your token")
+    token = os.environ.get(API_TOKEN_ENV)
+    if not token:
+        raise click.UsageError(f"--api needs your control API token in ${API_TOKEN_ENV} "
+                               "(`gpusteward api-token create`)")
+    verb = action.removeprefix("plan.")
+    body = {"reason": note, **({"override": override} if override is not None else {})}
+    try:
+        response = httpx.post(f"{api_url.rstrip('/')}/api/v1/plans/{plan_id}/{verb}", json=body, timeout=60,
+                              headers={"Authorization": f"Bearer {token}"})
+    except httpx.HTTPError as exc:
+        raise click.ClickException(f"{api_url}: {exc}") from exc
+    try:
+        answer = response.json()
+    except ValueError:
+        answer = {"error": response.text[:300]}
+    if response.status_code >= 400:
+        raise click.ClickException(f"{response.status_code}: {answer.get('error', answer)}")
+    click.echo(json.dumps({"action_id": answer.get("action_id"), "action": action, "plan_id": plan_id,
+                           "by": answer.get("actor"), "override": answer.get("override")}, indent=2))
+
+
 def _decide(config_path: str | None, db_path: str | None, plan_id: str, *, action: str, actor: str | None,
-            note: str | None, lang: str = "en", override: str | None = None) -> None:
+            note: str | None, lang: str = "en", override: str | None = None, api_url: str | None = None) -> None:
     from quota.plan import Plan, render_text
     from warehouse import control, quota_store
 
+    if api_url:
+        _decide_through_api(api_url, plan_id, action=action, actor=actor, note=note, override=override)
+        return
     config = load(config_path)
+    separation = config.service.separation_of_duties
+    who = _actor(actor, separation=separation)
     with open_for_writing(config, db_path) as wh:
         body = quota_store.plan_body(wh, plan_id)
         if body is not None:  # what is decided on: the changes, their evidence and the replay's result
             click.echo(render_text(Plan.from_dict(body), lang), err=True)
         try:
-            entry = control.record(wh, _actor(actor), action, plan_id, at=_now(), reason=note,  # type: ignore[arg-type]
-                                   override=override)
+            entry = control.record(wh, who, action, plan_id, at=_now(), reason=note,  # type: ignore[arg-type]
+                                   override=override, separation=separation)
         except control.ControlError as exc:
             raise click.ClickException(str(exc)) from exc
     click.echo(json.dumps({"action_id": entry.action_id, "action": entry.action, "plan_id": plan_id,
@@ -128,17 +190,18 @@ def _decide(config_path: str | None, db_path: str | None, plan_id: str, *, actio
 @db_option
 @click.argument("plan_id")
 @by_option
+@api_option
 @click.option("--note", default=None, help="Why, stored with the approval.")
 @click.option("--override", default=None,
               help="Why a plan whose replay makes a protected objective worse is approved anyway (kept in the audit).")
 @lang_option
 def quota_approve(config_path: str | None, db_path: str | None, plan_id: str, *, actor: str | None,
-                  note: str | None, override: str | None, lang: str) -> None:
+                  api_url: str | None, note: str | None, override: str | None, lang: str) -> None:
     """Approve a proposed plan (recorded with who and when; a plan is decided once). The plan, with its
     replayed effect, is printed first (on stderr; the record of the approval goes to stdout as JSON). A plan
     flagged for a protected objective is refused without --override."""
     _decide(config_path, db_path, plan_id, action="plan.approve", actor=actor, note=note, lang=lang,
-            override=override)
+            override=override, api_url=api_url)
 
 
 @quota.command("reject")
@@ -146,11 +209,12 @@ def quota_approve(config_path: str | None, db_path: str | None, plan_id: str, *,
 @db_option
 @click.argument("plan_id")
 @by_option
+@api_option
 @click.option("--note", default=None, help="Why, stored with the rejection.")
-def quota_reject(config_path: str | None, db_path: str | None, plan_id: str, actor: str | None,
-                 note: str | None) -> None:
+def quota_reject(config_path: str | None, db_path: str | None, plan_id: str, *, actor: str | None,
+                 api_url: str | None, note: str | None) -> None:
     """Reject a proposed plan."""
-    _decide(config_path, db_path, plan_id, action="plan.reject", actor=actor, note=note)
+    _decide(config_path, db_path, plan_id, action="plan.reject", actor=actor, note=note, api_url=api_url)
 
 
 def _slurm_options(fn: Any) -> Any:
@@ -193,6 +257,9 @@ def _run(ctx_args: dict[str, Any], plan_id: str, *, rollback: bool, dry_run: boo
     from quota.workflow import PlanNotFoundError, apply_plan, rollback_plan, target_of
     from warehouse.quota_store import WarehouseQuotaStore
 
+    config = load(ctx_args["config_path"])
+    separation = config.service.separation_of_duties
+    actor = _actor(ctx_args["actor"], separation=separation)
     rest: SlurmRest | None = None
     kube: Any = None
     writer: QuotaWriter
@@ -210,16 +277,14 @@ def _run(ctx_args: dict[str, Any], plan_id: str, *, rollback: bool, dry_run: boo
             SlurmCli(path=ctx_args["slurm_path"]))
     # The same mapping applies and rolls back: the Kueue flavor and the Volcano field must match.
     targets = functools.partial(target_of, flavor=ctx_args["kueue_flavor"], field=ctx_args["volcano_field"])
-    config = load(ctx_args["config_path"])
     try:
         with open_for_writing(config, ctx_args["db_path"]) as wh:
             store = WarehouseQuotaStore(wh)
-            actor = _actor(ctx_args["actor"])
             if rollback:
                 record = rollback_plan(store, writer, plan_id, actor=actor, clock=_now, targets=targets)
             else:
                 record = apply_plan(store, writer, plan_id, actor=actor, clock=_now, dry_run=dry_run,
-                                    targets=targets)
+                                    targets=targets, separation=separation)
     except PlanNotFoundError as exc:
         raise click.ClickException(str(exc)) from exc
     finally:

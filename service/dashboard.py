@@ -6,6 +6,7 @@ import socket
 import subprocess
 import sys
 import time
+from collections.abc import Sequence
 from importlib import resources
 from pathlib import Path
 
@@ -23,11 +24,13 @@ def start_dashboard(
     port: int | None = None,
     read_model: str | None = None,
     api_url: str | None = None,
+    app_args: Sequence[str] = (),
 ) -> tuple[subprocess.Popen[bytes], str]:
     """Run `streamlit run dashboards/app.py` bound to 127.0.0.1; return the process and its URL.
 
     With `read_model` the dashboard reads what `gpusteward serve` publishes (and acts through `api_url`);
-    otherwise it opens `db_path` read-only, which only works while no service writes the file."""
+    otherwise it opens `db_path` read-only, which only works while no service writes the file.
+    `app_args`: more of the app's options (`--user-header NAME`, `--team-header NAME`, ...)."""
     source = ["--read-model", read_model] if read_model else ["--db", str(db_path)]
     api = ["--api", api_url] if api_url else []
     app = Path(str(resources.files("dashboards").joinpath("app.py")))
@@ -57,6 +60,7 @@ def start_dashboard(
         "--config",
         config_path,
         *api,
+        *app_args,
     ]
     process = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
     url = f"http://127.0.0.1:{port}/"

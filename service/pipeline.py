@@ -29,7 +29,7 @@ from sla.inputs import EvaluationInputs
 from sla.month import evaluate_month
 from sla.outputs import MonthOutputs, plan_protected_frame, plan_replay_frame
 from warehouse import Warehouse
-from warehouse.quota_store import applied_changes
+from warehouse.quota_store import applied_changes, plan_body
 
 
 def latest_month(wh: Warehouse, tz: str = "UTC") -> Month:
@@ -40,17 +40,23 @@ def latest_month(wh: Warehouse, tz: str = "UTC") -> Month:
     return months[-1]
 
 
-def evaluate(wh: Warehouse, config: Config, month: Month) -> MonthOutputs:
+SERVICE_ACTOR = "gpusteward"
+"""Who proposes the plans the service's own evaluation makes (a person's `quota plan` names them)."""
+
+
+def evaluate(wh: Warehouse, config: Config, month: Month, *, proposed_by: str = SERVICE_ACTOR) -> MonthOutputs:
     """Evaluate the month (its days in the pool's time zone), plan quota changes, and store both;
-    return the month's outputs."""
+    return the month's outputs. The stored plan lists everyone who proposed it (the same changes
+    proposed again keep the earlier proposers): with separation of duties none of them may approve it."""
     month = month.in_zone(config.timezone)
     inputs = wh.evaluation_inputs(month, idle=config.idle)
     outputs = evaluate_month(inputs, config)
     pending, tree, _usage = wh.slurm_queue(month)
     plan = _plan(outputs, inputs, config, pending, tree)
-    wh.store_plan(
-        plan.id, month, plan.created_at, plan.status, dry_run=plan.dry_run, body=plan.to_dict(), items=plan.to_frame()
-    )
+    earlier = (plan_body(wh, plan.id) or {}).get("proposed_by") or []
+    proposers = [*earlier, *([proposed_by] if proposed_by not in earlier else [])]
+    wh.store_plan(plan.id, month, plan.created_at, plan.status, dry_run=plan.dry_run,
+                  body={**plan.to_dict(), "proposed_by": proposers}, items=plan.to_frame())
     accounts = account_rollup(*wh.slurm_queue(month))
     outputs = dataclasses.replace(outputs, plan_items=plan.to_frame(), accounts=accounts,
                                   plan_replay=plan_replay_frame(plan.replay),

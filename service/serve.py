@@ -30,6 +30,7 @@ from gpusteward.config import Config
 from gpusteward.config.service import DEFAULT_IMPORT_IGNORE
 from gpusteward.domain import Month
 from service.api import ApiContext, Request
+from service.api_identity import ProxyIdentity
 from service.api_server import ApiServer, ListenError, Tls, listen_refusal
 from service.api_tokens import load_tokens
 from service.jobs import Job, JobResult, Scheduler
@@ -138,6 +139,7 @@ class Service:
             until=request.until,
             reason=request.reason,
             override=request.override,
+            separation=self.config.service.separation_of_duties,
         )
         if request.action == "review.trigger":
             self.shared.review_requests.append(month)
@@ -228,7 +230,8 @@ class Service:
         ) as wh:
             self._wh = wh
             ctx = ApiContext(
-                self.metrics.registry, self.tokens, self, self.ready, self.healthy, on_action=self._count_action
+                self.metrics.registry, self.tokens, self, self.ready, self.healthy, on_action=self._count_action,
+                proxy=ProxyIdentity.from_config(self.config.service.proxy),
             )
             s = self.settings
             server = ApiServer(ctx, s.host, s.port, tls=s.tls, insecure_listen=s.insecure_listen).start()

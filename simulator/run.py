@@ -23,7 +23,7 @@ from simulator.jobs import Run
 from simulator.manifest import MANIFEST_FILE, ClusterInfo, Manifest
 from simulator.plan import DAY_S, Plan, make_plan
 from simulator.problems import World, incidents, planted_problems
-from simulator.scheduler import Scheduler
+from simulator.scheduler import PendingSnapshot, Scheduler
 from simulator.telemetry import DayValues, TelemetryModel
 from simulator.workload import batch_cap, cluster_jobs, first_job_id
 from simulator.write_openmetrics import DcgmLabels, Gzip, dcgm_labels, render_vllm, stream_dcgm
@@ -101,23 +101,38 @@ def _day_slice(series: list[ReplicaSeries], t0: int, t1: int) -> list[ReplicaSer
     return out
 
 
-def schedule_fleet(fleet: Fleet, plan: Plan, report: Progress | None = None) -> World:
-    """Every cluster's runs (sacct records) and inference series for the plan, nothing written."""
+def schedule_cluster(cluster: Cluster, plan: Plan) -> tuple[list[Run], list[PendingSnapshot], list[ReplicaSeries]]:
+    """One cluster's runs (sacct records), pending snapshots and inference series: clusters share nothing."""
+    replicas = place_replicas(cluster) if cluster.name == "east" else ()
+    specs, fillers = cluster_jobs(cluster, plan, replicas)
+    failures = [f for f in plan.failures if f.cluster == cluster.name]
+    sched = Scheduler(cluster, plan.end_s, first_job_id(cluster, plan.seed), batch_cap(cluster, replicas),
+                      (plan.start_s, SNAPSHOT_S))
+    runs = sched.run(specs, failures, fillers)
+    return runs, sched.snapshots, simulate_services(replicas, runs, plan.end_s, plan.seed)
+
+
+def schedule_fleet(
+    fleet: Fleet, plan: Plan, report: Progress | None = None, pool: ProcessPoolExecutor | None = None
+) -> World:
+    """Every cluster's runs (sacct records) and inference series for the plan, nothing written.
+
+    With a `pool`, every cluster but the last is scheduled in a worker while this process does the
+    last: the scheduler is the simulator's one serial step, and a large fleet's clusters take
+    minutes each. The results are the same objects either way (each cluster is one pickle)."""
+    clusters = fleet.clusters
+    futures = {c.name: pool.submit(schedule_cluster, c, plan) for c in clusters[:-1]} if pool is not None else {}
     world = World({}, {}, {})
-    for i, c in enumerate(fleet.clusters):
+    for i, c in enumerate(reversed(clusters) if futures else clusters):  # this process's own cluster first
         if report is not None:
-            report("schedule", i, len(fleet.clusters))
-        replicas = place_replicas(c) if c.name == "east" else ()
-        specs, fillers = cluster_jobs(c, plan, replicas)
-        failures = [f for f in plan.failures if f.cluster == c.name]
-        sched = Scheduler(c, plan.end_s, first_job_id(c, plan.seed), batch_cap(c, replicas), (plan.start_s, SNAPSHOT_S))
-        runs = sched.run(specs, failures, fillers)
-        world.runs[c.name] = runs
-        world.pending[c.name] = sched.snapshots
-        world.series[c.name] = simulate_services(replicas, runs, plan.end_s, plan.seed)
+            report("schedule", i, len(clusters))
+        future = futures.get(c.name)
+        runs, snapshots, series = future.result() if future is not None else schedule_cluster(c, plan)
+        world.runs[c.name], world.pending[c.name], world.series[c.name] = runs, snapshots, series
     if report is not None:
-        report("schedule", len(fleet.clusters), len(fleet.clusters))
-    return world
+        report("schedule", len(clusters), len(clusters))
+    return World({c.name: world.runs[c.name] for c in clusters}, {c.name: world.series[c.name] for c in clusters},
+                 {c.name: world.pending[c.name] for c in clusters})
 
 
 def simulate(  # noqa: PLR0917 - the CLI's interface, positional as documented
@@ -143,8 +158,21 @@ def simulate(  # noqa: PLR0917 - the CLI's interface, positional as documented
     fleet = build_fleet(nodes, account_limits)
     plan = make_plan(fleet, start, days, seed)
     out_dir.mkdir(parents=True, exist_ok=True)
+    parallel = plan.days * fleet.gpus >= PARALLEL_MIN_GPU_DAYS
+    pool = ProcessPoolExecutor(WORKERS, mp_context=multiprocessing.get_context("spawn")) if parallel else None
+    try:
+        return _simulate(out_dir, fleet, plan, nodes, report, slurm_extras=slurm_extras, pool=pool)
+    finally:
+        if pool is not None:
+            pool.shutdown(wait=True, cancel_futures=True)
 
-    world = schedule_fleet(fleet, plan, report)
+
+def _simulate(
+    out_dir: Path, fleet: Fleet, plan: Plan, nodes: int, report: Progress, *, slurm_extras: bool,
+    pool: ProcessPoolExecutor | None,
+) -> Manifest:
+    start, days, seed = plan.start, plan.days, plan.seed
+    world = schedule_fleet(fleet, plan, report, pool)
 
     files: list[str] = []
     # sacct files are written while the workers compress telemetry (this process would only wait).
@@ -164,7 +192,7 @@ def simulate(  # noqa: PLR0917 - the CLI's interface, positional as documented
         if slurm_extras:
             side += _extras(folder, c, plan, world, files)
 
-    idle = _write_telemetry(out_dir, fleet, plan, world, files=files, report=report, side=side)
+    idle = _write_telemetry(out_dir, fleet, plan, world, files=files, report=report, side=side, pool=pool)
     manifest = Manifest(
         seed=seed,
         start=start.isoformat(),
@@ -231,6 +259,7 @@ def _write_telemetry(
     files: list[str],
     report: Progress,
     side: list[Callable[[], None]],
+    pool: ProcessPoolExecutor | None,
 ) -> dict[str, float]:
     """DCGM and vLLM files, day by day, and the `side` work whenever this process would wait for
     the workers; returns idle-held interactive GPU-minutes per team."""
@@ -249,43 +278,37 @@ def _write_telemetry(
             (out_dir / "vllm" / c.name).mkdir(parents=True, exist_ok=True)
     idle: dict[str, float] = {}
     total = plan.days * len(fleet.clusters)
-    parallel = plan.days * fleet.gpus >= PARALLEL_MIN_GPU_DAYS
-    pool = ProcessPoolExecutor(WORKERS, mp_context=multiprocessing.get_context("spawn")) if parallel else None
     in_flight: deque[Future[int]] = deque()
     done = 0
-    try:
-        for d in range(plan.days):
-            t0 = plan.day_start(d)
-            stamp = date.fromordinal(plan.start.toordinal() + d).isoformat()
-            for c in fleet.clusters:
-                values = models[c.name].day(d)
-                measure.idle_minutes(values, interactive[c.name], idle)
-                jobs: list[tuple[Callable[..., int], tuple[object, ...]]] = [
-                    (write_dcgm, (str(out_dir / "dcgm" / c.name / f"{stamp}.om.gz"), values, labels[c.name]))
-                ]
-                files.append(f"dcgm/{c.name}/{stamp}.om.gz")
-                if world.series[c.name]:
-                    path = str(out_dir / "vllm" / c.name / f"{stamp}.om.gz")
-                    day_series = _day_slice(world.series[c.name], t0, t0 + DAY_S)
-                    jobs.append((write_vllm, (path, day_series, c.name, t0, t0 + DAY_S)))
-                    files.append(f"vllm/{c.name}/{stamp}.om.gz")
-                for fn, args in jobs:
-                    if pool is None:
-                        fn(*args)
-                    else:
-                        in_flight.append(pool.submit(fn, *args))
-                while len(in_flight) > MAX_IN_FLIGHT:
-                    if side:
-                        side.pop(0)()
-                        continue
-                    in_flight.popleft().result()
-                done += 1
-                report("telemetry", done, total)
-        while side:
-            side.pop(0)()
-        while in_flight:
-            in_flight.popleft().result()
-    finally:
-        if pool is not None:
-            pool.shutdown(wait=True, cancel_futures=True)
+    for d in range(plan.days):
+        t0 = plan.day_start(d)
+        stamp = date.fromordinal(plan.start.toordinal() + d).isoformat()
+        for c in fleet.clusters:
+            values = models[c.name].day(d)
+            measure.idle_minutes(values, interactive[c.name], idle)
+            jobs: list[tuple[Callable[..., int], tuple[object, ...]]] = [
+                (write_dcgm, (str(out_dir / "dcgm" / c.name / f"{stamp}.om.gz"), values, labels[c.name]))
+            ]
+            files.append(f"dcgm/{c.name}/{stamp}.om.gz")
+            if world.series[c.name]:
+                path = str(out_dir / "vllm" / c.name / f"{stamp}.om.gz")
+                day_series = _day_slice(world.series[c.name], t0, t0 + DAY_S)
+                jobs.append((write_vllm, (path, day_series, c.name, t0, t0 + DAY_S)))
+                files.append(f"vllm/{c.name}/{stamp}.om.gz")
+            for fn, args in jobs:
+                if pool is None:
+                    fn(*args)
+                else:
+                    in_flight.append(pool.submit(fn, *args))
+            while len(in_flight) > MAX_IN_FLIGHT:
+                if side:
+                    side.pop(0)()
+                    continue
+                in_flight.popleft().result()
+            done += 1
+            report("telemetry", done, total)
+    while side:
+        side.pop(0)()
+    while in_flight:
+        in_flight.popleft().result()
     return idle

@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import os
 import shutil
+import subprocess
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -30,3 +32,13 @@ def require_binary(name: str, *, package: str, extra_paths: tuple[str, ...] = ()
             return str(candidate)
     missing(name, f"apt-get install {package}; ./dev test installs it from .ci/packages.d/")
     raise AssertionError("unreachable")
+
+
+def stop(process: subprocess.Popen[Any], timeout_s: float = 15) -> None:
+    """Terminate a component started for a test; kill it when it does not stop within `timeout_s`."""
+    process.terminate()
+    try:
+        process.wait(timeout=timeout_s)
+    except subprocess.TimeoutExpired:
+        process.kill()
+        process.wait(timeout=timeout_s)

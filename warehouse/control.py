@@ -95,11 +95,14 @@ def record(
     until: datetime | None = None,
     reason: str | None = None,
     override: str | None = None,
+    separation: bool = False,
 ) -> ActionRecord:
     """Check the action against the warehouse, then store it. Raises ControlError when it cannot be taken.
 
     `override`: the reason to approve a plan whose replay makes a protected objective worse (the plan
-    body's `protected` list); such a plan is refused without one, and only plan.approve takes one."""
+    body's `protected` list); such a plan is refused without one, and only plan.approve takes one.
+    `separation`: separation of duties; whoever proposed or applied a plan cannot approve it. That
+    refusal is itself stored in the audit trail (action `plan.approve.refused`), then raised (403)."""
     if action not in ACTIONS:
         raise ControlError(f"unknown action {action!r}", status=400)
     if not actor:
@@ -118,6 +121,8 @@ def record(
         )
         if decided is not None:
             raise ControlError(f"plan {target!r} was already decided ({decided})", status=409)
+        if action == "plan.approve" and separation:
+            _separate_duties(con, actor, target, at=at, reason=reason)
         if action == "plan.approve" and override is None:
             _refuse_protected(con, target)
     elif action in ("alert.silence", "alert.acknowledge"):
@@ -139,6 +144,44 @@ def record(
          entry.override],
     )
     return entry
+
+
+REFUSED_APPROVAL = "plan.approve.refused"  # an audit row only: never a decision, never in ACTIONS
+
+
+def _plan_roles(con: duckdb.DuckDBPyConnection, plan_id: str) -> tuple[list[str], list[str]]:
+    """Who proposed the plan (its body's `proposed_by`), and who applied it (quota_applies, not dry runs)."""
+    body = scalar(con, "SELECT body FROM quota_plans WHERE plan_id = ?", [plan_id])
+    proposed = (json.loads(body) if body else {}).get("proposed_by") or []
+    try:
+        applied = con.execute(
+            "SELECT DISTINCT actor FROM quota_applies WHERE plan_id = ? AND action = 'apply' ORDER BY actor",
+            [plan_id],
+        ).fetchall()
+    except duckdb.CatalogException:  # a file from before migration 007: nothing applied
+        applied = []
+    return [str(p) for p in proposed], [str(a[0]) for a in applied]
+
+
+def _separate_duties(
+    con: duckdb.DuckDBPyConnection, actor: str, plan_id: str, *, at: datetime, reason: str | None
+) -> None:
+    """Refuse (and record the refusal) when the approver proposed or applied the plan."""
+    proposed, applied = _plan_roles(con, plan_id)
+    roles = [word for word, who in (("proposed", proposed), ("applied", applied)) if actor in who]
+    if not roles:
+        return
+    message = (
+        f"separation of duties: {actor} {' and '.join(roles)} plan {plan_id!r}, so someone else must approve it "
+        "(service.separation_of_duties)"
+    )
+    run(
+        con,
+        "INSERT INTO control_actions (action_id, acted_at, actor, action, target, until_ts, reason, override)"
+        " VALUES (?, ?, ?, ?, ?, NULL, ?, NULL)",
+        [uuid.uuid4().hex, _naive(at), actor, REFUSED_APPROVAL, plan_id, f"{message}; their reason: {reason or '-'}"],
+    )
+    raise ControlError(message, status=403)
 
 
 def _refuse_protected(con: duckdb.DuckDBPyConnection, plan_id: str) -> None:

@@ -87,8 +87,8 @@ def read_inventory(cli: SlurmCli | None = None, rest: SlurmRest | None = None, *
 
 def _in_cluster(account: Mapping[str, Any], cluster: str) -> bool:
     associations = account.get("associations")
-    if not isinstance(associations, list) or not associations:
-        return True
+    if not isinstance(associations, list):
+        return True  # an API version that does not list them: every account counts
     return any(isinstance(a, Mapping) and a.get("cluster") in (None, cluster) for a in associations)
 
 
@@ -126,11 +126,15 @@ def _from_cli(cli: SlurmCli, cluster: str | None) -> Inventory:
         if found is None:
             raise InputError("scontrol show config", "no ClusterName; pass --cluster")
         cluster = found.group(1)
+    # slurmdbd keeps accounts of every cluster it serves, and an account outlives its associations:
+    # only an account with an association on this cluster can run jobs here.
+    here = {line.split("|", 1)[0].strip() for line in
+            cli.run("sacctmgr", ["-P", "-n", "show", "assoc", f"cluster={cluster}", "format=Account"]).splitlines()}
     text = cli.run("sacctmgr", ["-P", "-n", "show", "account", "format=Account,Descr"])
     accounts = []
     for line in text.splitlines():
         name, _, description = line.rstrip("|").partition("|")
-        if name.strip() and name.strip() != "root":
+        if name.strip() in here and name.strip() != "root":
             accounts.append(Account(name.strip(), description.strip()))
     partitions = tuple(
         Partition(p["PartitionName"], p.get("Nodes", ""), shapes.gpu_in_tres(p.get("TRES")))

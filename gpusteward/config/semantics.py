@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import ipaddress
 import re
 from collections.abc import Callable
 from datetime import timedelta
@@ -272,6 +273,32 @@ def _limits(config: Config) -> list[str]:
     return problems
 
 
+_HEADER_NAME = re.compile(r"[A-Za-z0-9!#$%&'*+.^_`|~-]+")  # an HTTP field name (RFC 9110 token)
+
+
+def _proxy_identity(config: Config) -> list[str]:
+    """The proxy's headers are header names, its trusted addresses parse, and each role names someone."""
+    proxy, path = config.service.proxy, "service.proxy"
+    problems = [
+        f"{path}.{name}: {value!r} is not an HTTP header name"
+        for name, value in (("user_header", proxy.user_header), ("groups_header", proxy.groups_header))
+        if value and not _HEADER_NAME.fullmatch(value)
+    ]
+    if proxy.groups_header and not proxy.user_header:
+        problems.append(f"{path}.groups_header: set user_header too (groups alone name nobody)")
+    for i, network in enumerate(proxy.trusted_proxies):
+        try:
+            ipaddress.ip_network(network, strict=False)
+        except ValueError:
+            problems.append(f"{path}.trusted_proxies[{i}]: {network!r} is not an IP address or network (CIDR)")
+    for name in proxy.roles:
+        if not name.removeprefix("group:").strip():
+            problems.append(f"{path}.roles: {name!r} names no user or group")
+    if proxy.user_header and not proxy.roles:
+        problems.append(f"{path}.roles: give at least one user or group a role, or every proxy user is refused")
+    return problems
+
+
 CHECKS: tuple[Callable[[Config], list[str]], ...] = (
     _clusters,
     _teams_and_rules,
@@ -281,6 +308,7 @@ CHECKS: tuple[Callable[[Config], list[str]], ...] = (
     _inference_mappings,
     _service_jobs,
     _limits,
+    _proxy_identity,
 )
 
 

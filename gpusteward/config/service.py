@@ -47,6 +47,32 @@ class SlurmQueueConfig:
     )
 
 
+Role = Literal["viewer", "operator", "approver", "admin"]
+"""What a control API caller may do; each role includes the ones before it (service/api_tokens.py)."""
+LOOPBACK = ["127.0.0.0/8", "::1/128"]
+
+
+@dataclass(frozen=True)
+class ProxyIdentityConfig:
+    user_header: str = opt(
+        "",
+        "request header in which an authenticating proxy (oauth2-proxy, Apache mod_auth_*, an SSO gateway) names "
+        "the signed-in user, e.g. X-Forwarded-User; empty: identity comes from tokens only",
+    )
+    groups_header: str = opt("", "header with the user's groups, comma-separated (e.g. X-Forwarded-Groups)")
+    trusted_proxies: list[str] = opt(
+        list(LOOPBACK), "addresses or networks (CIDR) of the proxies allowed to send user_header; others are refused"
+    )
+    require_token: bool = opt(
+        False,
+        "believe user_header only on a request that also carries a valid token (the proxy's own): on a host "
+        "where others can reach loopback, the address alone does not tell the proxy from them",
+    )
+    roles: dict[str, Role] = opt(
+        {}, "the role of each proxy user (`alice = \"approver\"`) or group (`\"group:gpu-admins\" = \"admin\"`)"
+    )
+
+
 @dataclass(frozen=True)
 class ServiceConfig:
     listen: str = opt("127.0.0.1:9464", "host:port of /metrics, /healthz, /readyz and the control API")
@@ -67,6 +93,12 @@ class ServiceConfig:
     token_files: list[str] = opt(
         [],
         "control API token files: hashed per-person entries with a role (`gpusteward api-token`), or identity:token",
+    )
+    proxy: ProxyIdentityConfig = opt(
+        ProxyIdentityConfig(), "identity from a trusted authenticating proxy's header, and the role of each user"
+    )
+    separation_of_duties: bool = opt(
+        False, "whoever proposed a quota plan cannot approve it, and whoever approved it cannot apply it"
     )
     tls_cert: str = opt("", "PEM certificate (chain) the API serves HTTPS with; needed off loopback, with tls_key")
     tls_key: str = opt("", "PEM private key of tls_cert; keep it readable by the service only")

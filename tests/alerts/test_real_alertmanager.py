@@ -24,7 +24,7 @@ from alerts.outbox import MemoryOutbox, tick
 from gpusteward.config.alerting import AlertEngineConfig
 from tests.alerts.helpers import east_reserve_breach
 from tests.alerts.server import Recorder, recording_server
-from tests.real import require_binary
+from tests.real import require_binary, stop
 
 ENGINE = AlertEngineConfig(group_interval=timedelta(0))
 
@@ -72,12 +72,7 @@ receivers:
             _wait(lambda: _ready(url), 15, "Alertmanager to be ready", tmp_path / "alertmanager.log")
             yield Alertmanager(url, hook)
         finally:
-            proc.terminate()
-            try:
-                proc.wait(timeout=10)
-            except subprocess.TimeoutExpired:
-                proc.kill()
-                proc.wait(timeout=5)
+            stop(proc, timeout_s=10)
             log.close()
 
 

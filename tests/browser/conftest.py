@@ -20,7 +20,7 @@ from service.importer import import_files
 from service.pipeline import evaluate, raise_alerts
 from simulator import simulate
 from tests.browser.figures import Month as MonthShown
-from tests.real import missing, require_binary
+from tests.real import missing, require_binary, stop
 from tests.simulated import SIMULATED
 from warehouse import open_warehouse
 from warehouse.readmodel import publish, snapshot
@@ -34,6 +34,7 @@ class Dashboard:
     url: str
     shots: Path
     month: MonthShown
+    root: Path  # gpusteward.toml and readmodel/ (another dashboard may serve them too)
 
 
 @pytest.fixture(scope="package")
@@ -52,16 +53,15 @@ def dashboard(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Dashboard]:
         )
     process, url = start_dashboard(None, str(root / "gpusteward.toml"), read_model=str(root / "readmodel"))
     try:
-        yield Dashboard(url.rstrip("/"), tmp_path_factory.mktemp("screens"), shown)
+        yield Dashboard(url.rstrip("/"), tmp_path_factory.mktemp("screens"), shown, root)
     finally:
-        process.terminate()
-        try:
-            process.wait(timeout=15)
-        except subprocess.TimeoutExpired:
-            process.kill()
-            process.wait(timeout=15)
-        if process.stderr is not None:
-            process.stderr.close()
+        stop_dashboard(process)
+
+
+def stop_dashboard(process: subprocess.Popen[bytes]) -> None:
+    stop(process)
+    if process.stderr is not None:
+        process.stderr.close()
 
 
 @pytest.fixture(scope="package")

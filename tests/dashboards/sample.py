@@ -23,7 +23,7 @@ STATUS = {
 
 FIRING = [
     {
-        "fingerprint": "a1b2c3",
+        "fingerprint": "a1b2c3d4e5f60718",  # 16 hex digits, as the alert engine makes them
         "line": "inference_reserve",
         "subject": "east",
         "status": "firing",

@@ -139,3 +139,25 @@ def test_rollback_refuses_when_changed_since(wh: Warehouse) -> None:
 def test_unknown_plan(wh: Warehouse) -> None:
     with pytest.raises(PlanNotFoundError):
         apply_plan(WarehouseQuotaStore(wh), MemoryScheduler({}), "nope", actor="bob", clock=_clock)
+
+
+def test_with_separation_of_duties_the_approver_cannot_apply(wh: Warehouse) -> None:
+    _approve(wh)  # alice approved
+    sched = MemoryScheduler({"vision": 8, "research": 4, "speech": 4})
+    store = WarehouseQuotaStore(wh)
+    record = apply_plan(store, sched, PLAN_ID, actor="alice", clock=_clock, separation=True)
+    assert (record.result, sched.writes) == ("refused", [])
+    assert record.detail == (f"separation of duties: alice approved plan {PLAN_ID}, so someone else must apply it "
+                             "(service.separation_of_duties)")
+    assert [(r.actor, r.result) for r in store.applies(PLAN_ID)] == [("alice", "refused")]  # audited
+    dry = apply_plan(store, sched, PLAN_ID, actor="alice", clock=_clock, dry_run=True, separation=True)
+    assert dry.result == "dry-run"  # a dry run writes nothing: anyone may check a plan
+    applied = apply_plan(store, sched, PLAN_ID, actor="bob", clock=_clock, separation=True)
+    assert applied.result == "applied"
+    assert (applied.actor, applied.approved_by) == ("bob", "alice")
+
+
+def test_without_separation_the_approver_may_apply(wh: Warehouse) -> None:
+    _approve(wh)
+    sched = MemoryScheduler({"vision": 8, "research": 4, "speech": 4})
+    assert apply_plan(WarehouseQuotaStore(wh), sched, PLAN_ID, actor="alice", clock=_clock).result == "applied"

@@ -29,6 +29,23 @@ def test_inventory_reads_the_same_cluster_through_cli_and_rest(slurm: SlurmClust
         assert {p.gpus for p in inventory.partitions} == {GPUS_PER_NODE * len(NODES)}
 
 
+def test_an_account_without_an_association_here_is_no_team(slurm: SlurmCluster) -> None:
+    """slurmdbd keeps an account after its last association on the cluster is deleted: no jobs can run in it."""
+    slurm.run("sacctmgr", "-i", "add", "account", "orphan", f"Cluster={CLUSTER}")
+    try:
+        slurm.run("sacctmgr", "-i", "delete", "account", "where", "name=orphan", f"cluster={CLUSTER}")
+        assert "orphan" in slurm.run("sacctmgr", "-P", "-n", "show", "account", "format=Account").split()
+        rest = SlurmRest(socket=slurm.rest_socket)
+        try:
+            by_rest = read_inventory(rest=rest)
+        finally:
+            rest.close()
+        for inventory in (read_inventory(SlurmCli(env=slurm.env)), by_rest):
+            assert sorted(a.name for a in inventory.accounts) == ["inference", "ml-research"]
+    finally:
+        slurm.run("sacctmgr", "-i", "delete", "account", "where", "name=orphan")
+
+
 @pytest.mark.parametrize("via", ["cli", "rest"])
 def test_init_from_slurm_writes_a_config_that_loads(slurm: SlurmCluster, tmp_path: Path, via: str) -> None:
     out = tmp_path / "gpusteward.toml"

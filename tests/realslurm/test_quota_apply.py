@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from datetime import UTC, datetime
 from pathlib import Path
 
+import pytest
 from click.testing import CliRunner
 
 from collectors.slurm import QuotaTarget, SacctmgrQuotaWriter, SlurmCli
@@ -17,6 +19,14 @@ from warehouse import open_warehouse
 from warehouse.quota_store import applies
 
 QOS, ACCOUNT = "steward-q", "steward-a"
+
+
+@pytest.fixture(autouse=True, scope="module")
+def _removed_afterwards(slurm: SlurmCluster) -> Iterator[None]:
+    """The cluster is the session's: later tests (the inventory's) must not find this module's account and QOS."""
+    yield
+    slurm.run("sacctmgr", "-i", "delete", "account", "where", f"name={ACCOUNT}")
+    slurm.run("sacctmgr", "-i", "delete", "qos", "where", f"name={QOS}")
 
 
 def _setup(slurm: SlurmCluster) -> None:

@@ -19,6 +19,7 @@ from prometheus_client import CollectorRegistry
 
 from service.api import ApiContext, Request
 from service.api_app import MAX_IN_FLIGHT
+from service.api_identity import ProxyIdentity
 from service.api_server import ApiServer
 from service.api_tokens import Tokens
 
@@ -60,8 +61,10 @@ def served_api(
     ready: bool = False,
     controller: RecordingController | None = None,
     max_in_flight: int = MAX_IN_FLIGHT,
+    proxy: ProxyIdentity | None = None,
 ) -> Iterator[ServedApi]:
-    """The API with `tokens` (identity -> token, admins; or a Tokens) on 127.0.0.1, stopped on exit.
+    """The API with `tokens` (identity -> token, admins; or a Tokens) on 127.0.0.1, stopped on exit;
+    `proxy`: identity from a trusted proxy's header too.
 
     `read_timeout_s`: None keeps the API's own default, so a regression test of that default
     (and of the code before it had one) sets nothing the older code does not take."""
@@ -71,6 +74,7 @@ def served_api(
         ready_event.set()
     known = tokens if isinstance(tokens, Tokens) else Tokens(tokens)
     parts = (CollectorRegistry(), known, controller, ready_event, lambda: True)
-    ctx = ApiContext(*parts) if read_timeout_s is None else ApiContext(*parts, read_timeout_s=read_timeout_s)
+    ctx = ApiContext(*parts, proxy=proxy) if read_timeout_s is None else ApiContext(
+        *parts, read_timeout_s=read_timeout_s, proxy=proxy)
     with ApiServer(ctx, max_in_flight=max_in_flight) as server:
         yield ServedApi("127.0.0.1", server.port, controller, server.thread)
