@@ -20,15 +20,34 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-import streamlit as st
 
-from dashboards.identity import Refusal, SignIn, viewer_from_headers
-from dashboards.texts import LANGUAGE_NAMES, Texts
-from dashboards.view import Filters, Reader, View, choices, filter_outputs, naive_now
-from gpusteward.config import load_config
-from gpusteward.config.schema import Config
-from gpusteward.domain import Month
-from reports.locale import LANGS, Lang
+def _product_packages_first() -> None:
+    """Put the folder holding the product's packages first on sys.path, and drop this script's own folder.
+
+    Streamlit puts the script's folder on sys.path, and `python -m streamlit` the working folder. Run from
+    a folder holding `reports/`, `alerts/` or `warehouse/` (the demo's output), those folders would be
+    imported instead of the product's packages of the same names (a folder without `__init__.py` becomes
+    a namespace package when no regular one is found on sys.path first, and an editable install's finder
+    is only asked after sys.path). Streamlit runs this script as `__main__` before the product's imports
+    below, on every rerun; imported as `dashboards.app` (by the pages, by tests) it changes nothing.
+    """
+    here = Path(__file__).resolve().parent
+    root = str(here.parent)
+    sys.path[:] = [root, *(p for p in sys.path if p not in (root, str(here)))]
+
+
+if __name__ == "__main__":
+    _product_packages_first()
+
+import streamlit as st  # noqa: E402
+
+from dashboards.identity import Refusal, SignIn, viewer_from_headers  # noqa: E402
+from dashboards.texts import LANGUAGE_NAMES, Texts  # noqa: E402
+from dashboards.view import Filters, Reader, View, choices, filter_outputs, naive_now  # noqa: E402
+from gpusteward.config import load_config  # noqa: E402
+from gpusteward.config.schema import Config  # noqa: E402
+from gpusteward.domain import Month  # noqa: E402
+from reports.locale import LANGS, Lang  # noqa: E402
 
 CACHE_TTL_S = 60
 VIEW_KEY = "_gpusteward_view"
@@ -158,12 +177,12 @@ def _read_model(root: str, version: str | None) -> Reader:
 
 
 @st.cache_resource(ttl=CACHE_TTL_S, show_spinner=False, max_entries=2)
-def _from_db(db: str) -> Reader:
+def _from_db(db: str, tz: str) -> Reader:
     from warehouse import open_warehouse
     from warehouse.readmodel import snapshot
 
     with open_warehouse(db, read_only=True) as wh:
-        return snapshot(wh)
+        return snapshot(wh, tz=tz)
 
 
 def main(argv: Sequence[str] | None = None) -> None:
@@ -178,7 +197,7 @@ def main(argv: Sequence[str] | None = None) -> None:
     else:
 
         def open_model() -> Reader:
-            return _from_db(args.db)
+            return _from_db(args.db, config.timezone)
 
     run_app(open_model, config, first_month=args.month, api_url=args.api,
             api_token=os.environ.get(args.api_token_env) or None, team_header=args.team_header,

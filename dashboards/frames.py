@@ -99,12 +99,45 @@ def idle_by_team(data: OverviewData, tx: Texts) -> tuple[pl.DataFrame, float] | 
     return frame, float(idle["no_data_minutes"].sum()) / 60
 
 
-def _status(met: object, tx: Texts) -> str:
-    if met is True:
-        return tx("sla.status.met")
+# "At risk" is a met objective a platform team should look at before it is missed: less than a quarter
+# of its error budget left (the point where SRE practice moves from watching a budget to acting on it),
+# or, for an objective without a budget (a wait's p95 against a threshold), within a tenth of the threshold.
+AT_RISK_BUDGET = 0.25
+AT_RISK_MARGIN = 0.10
+
+
+def verdict(row: dict[str, Any]) -> str:
+    """`missed`, `at_risk`, `met` or `none` (not judged) for one SLA_RESULTS row."""
+    met, budget, value, objective = row.get("met"), row.get("budget_left"), row.get("value"), row.get("objective")
     if met is False:
-        return tx("sla.status.missed")
-    return tx("sla.status.none")
+        return "missed"
+    if met is not True:
+        return "none"
+    if isinstance(budget, int | float):
+        return "at_risk" if budget < AT_RISK_BUDGET else "met"
+    if isinstance(value, int | float) and isinstance(objective, int | float) and objective:
+        bound = indicator_bound(str(row.get("indicator")))
+        if bound == "at_most" and value >= objective * (1 - AT_RISK_MARGIN):
+            return "at_risk"
+        if bound == "at_least" and value <= objective * (1 + AT_RISK_MARGIN):
+            return "at_risk"
+    return "met"
+
+
+def status(row: dict[str, Any], tx: Texts) -> str:
+    """The row's verdict as a word of the page's language (dashboards/tables.py colours it)."""
+    return tx(f"sla.status.{verdict(row)}")
+
+
+def budget_text(row: dict[str, Any], tx: Texts) -> str:
+    """The error budget left, "—" where the objective has none (no objective, or a level judged against a
+    threshold), "no data" only where an objective with a budget had nothing to judge."""
+    budget = row.get("budget_left")
+    if isinstance(budget, int | float):
+        return tx.fmt.quantity(Quantity(budget, "percent"))
+    if row.get("objective") is None or row.get("met") is not None:
+        return tx("budget.not_applicable")
+    return tx.fmt.t("common.no_data")
 
 
 def sla_table(data: OverviewData, tx: Texts) -> pl.DataFrame | None:
@@ -124,7 +157,7 @@ def sla_table(data: OverviewData, tx: Texts) -> pl.DataFrame | None:
         objective = (fmt.quantity(Quantity(r["objective"], indicator_kind(ind), indicator_bound(ind)))
                      if r["objective"] is not None else "—")
         values = (
-            _status(r["met"], tx), fmt.term("scenario", r["scenario"]), subject, fmt.term("indicator", ind),
+            status(r, tx), fmt.term("scenario", r["scenario"]), subject, fmt.term("indicator", ind),
             fmt.quantity(Quantity(r["value"], indicator_kind(ind))), objective, r["rows"],
             fmt.quantity(Quantity(r["completeness"], "percent")), evidence_text(r["evidence"], fmt),
         )

@@ -9,6 +9,7 @@ import streamlit as st
 
 from dashboards import frames
 from dashboards.data import OverviewData
+from dashboards.tables import show_table
 from dashboards.texts import Texts
 from reports.locale import Lang
 from reports.model import Quantity
@@ -17,10 +18,6 @@ from reports.model import Quantity
 def _not_available(tx: Texts, source: str) -> None:
     what = tx.fmt.term("source", source)
     st.info(tx("common.not_available", reason=tx("common.no_rows", what=what)))
-
-
-def _table(frame: pl.DataFrame) -> None:
-    st.dataframe(frame, hide_index=True, width="stretch")
 
 
 def _data_age(data: OverviewData, tx: Texts) -> None:
@@ -32,13 +29,16 @@ def _data_age(data: OverviewData, tx: Texts) -> None:
 
 
 def _metrics(data: OverviewData, tx: Texts) -> None:
+    """Six cards; a card's value is short enough to fit it (34.1k, 3.41万), the exact figure in its help."""
     m = frames.metrics(data)
     q = tx.fmt.quantity
     cols = st.columns(6)
-    cols[0].metric(tx("metric.gpu_hours"), q(Quantity(m.gpu_hours, "gpu_hours")))
+    cols[0].metric(tx("metric.gpu_hours"), tx.fmt.compact(m.gpu_hours),
+                   help=tx("metric.exact", value=q(Quantity(m.gpu_hours, "gpu_hours"))))
     cols[1].metric(tx("metric.allocation"), q(Quantity(m.allocation, "percent")), help=tx("metric.allocation_help"))
     cols[2].metric(tx("metric.sla_missed"), tx("metric.sla_missed_value", missed=m.missed, judged=m.judged))
-    cols[3].metric(tx("metric.idle"), q(Quantity(m.idle_hours, "gpu_hours")), help=tx("metric.idle_help"))
+    cols[3].metric(tx("metric.idle"), tx.fmt.compact(m.idle_hours),
+                   help=tx("metric.idle_help") + " " + tx("metric.exact", value=q(Quantity(m.idle_hours, "gpu_hours"))))
     cols[4].metric(tx("metric.alerts"), str(m.firing))
     cols[5].metric(tx("metric.telemetry"), q(Quantity(m.telemetry, "percent")))
 
@@ -79,7 +79,7 @@ def _sla(data: OverviewData, tx: Texts) -> None:
         names = [tx("sla.miss_item", subject=s, indicator=i)
                  for s, i in zip(misses[subject], misses[indicator], strict=True)]
         st.warning(tx("sla.misses", count=misses.height, subjects=tx("list.join").join(names)))
-    _table(table)
+    show_table(table, tx)
 
 
 def _breaches(data: OverviewData, tx: Texts) -> None:
@@ -89,14 +89,14 @@ def _breaches(data: OverviewData, tx: Texts) -> None:
     if firing is None:
         st.success(tx("breaches.no_firing"))
     else:
-        _table(firing)
+        show_table(firing, tx)
     st.markdown(f"**{tx('breaches.episodes')}**")
     if frames.usable(data, "episodes") is None:
         _not_available(tx, "breach_episodes")
         return
     episodes = frames.episodes_table(data, tx)
     if episodes is not None:
-        _table(episodes)
+        show_table(episodes, tx)
     elif frames.completeness_table(data, tx) is None:
         st.info(tx("breaches.no_telemetry"))
     else:
@@ -110,7 +110,7 @@ def _completeness(data: OverviewData, tx: Texts) -> None:
         _not_available(tx, "completeness")
         return
     st.caption(tx("completeness.honest"))
-    _table(table)
+    show_table(table, tx)
 
 
 def _status(data: OverviewData, tx: Texts) -> None:
@@ -118,7 +118,7 @@ def _status(data: OverviewData, tx: Texts) -> None:
     if table is None:
         return
     with st.expander(tx("status.header")):
-        _table(table)
+        show_table(table, tx)
 
 
 def render_overview(data: OverviewData, lang: Lang) -> None:

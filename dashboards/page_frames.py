@@ -7,6 +7,7 @@ from typing import Any
 
 import polars as pl
 
+from dashboards.frames import budget_text, status, verdict
 from dashboards.texts import Texts
 from dashboards.view import View
 from reports.context import indicator_bound, indicator_kind
@@ -24,10 +25,6 @@ def _objective(tx: Texts, indicator: str, value: object) -> str:
     if not isinstance(value, int | float):
         return "—"
     return tx.fmt.quantity(Quantity(value, indicator_kind(indicator), indicator_bound(indicator)))
-
-
-def _met(tx: Texts, met: object) -> str:
-    return tx("sla.status.met") if met is True else tx("sla.status.missed") if met is False else tx("sla.status.none")
 
 
 def scenario_summary(view: View) -> pl.DataFrame | None:
@@ -55,22 +52,31 @@ def scenario_summary(view: View) -> pl.DataFrame | None:
     })
 
 
-def results_table(view: View, results: pl.DataFrame, *, subject_label: str = "col.subject") -> pl.DataFrame | None:
+def results_table(view: View, results: pl.DataFrame, *, subject_label: str = "col.subject",
+                  keep_order: bool = False) -> pl.DataFrame | None:
     if results.is_empty():
         return None
     tx = view.tx
-    rows = results.sort(["subject", "indicator"]).to_dicts()
+    rows = (results if keep_order else results.sort(["subject", "indicator"])).to_dicts()
     return pl.DataFrame({
-        tx("col.status"): [_met(tx, r["met"]) for r in rows],
+        tx("col.status"): [status(r, tx) for r in rows],
         tx(subject_label): [view.team_name(r["subject"]) if r["subject_kind"] == "team" else str(r["subject"])
                             for r in rows],
         tx("col.indicator"): [tx.fmt.term("indicator", r["indicator"]) for r in rows],
         tx("col.value"): [_value(tx, r["indicator"], r["value"]) for r in rows],
         tx("col.objective"): [_objective(tx, r["indicator"], r["objective"]) for r in rows],
-        tx("col.budget_left"): [tx.fmt.quantity(Quantity(r["budget_left"], "percent")) for r in rows],
+        tx("col.budget_left"): [budget_text(r, tx) for r in rows],
         tx("col.completeness"): [tx.fmt.quantity(Quantity(r["completeness"], "percent")) for r in rows],
         tx("col.evidence"): [evidence_text(r["evidence"], tx.fmt) for r in rows],
     })
+
+
+def needing_attention(results: pl.DataFrame) -> pl.DataFrame:
+    """The results missed or at risk (dashboards.frames.verdict), misses first."""
+    rows = [(0 if verdict(r) == "missed" else 1, r) for r in results.iter_rows(named=True)
+            if verdict(r) in ("missed", "at_risk")]
+    rows.sort(key=lambda pair: (pair[0], str(pair[1]["subject"]), str(pair[1]["indicator"])))
+    return pl.DataFrame([r for _, r in rows], schema=results.schema)
 
 
 def share_table(view: View) -> pl.DataFrame | None:
@@ -129,7 +135,7 @@ def services_table(view: View) -> pl.DataFrame | None:
             headroom = 1 - r["value"] / r["objective"] if indicator_bound(r["indicator"]) != "at_least" else (
                 r["value"] / r["objective"] - 1)
         out.append({
-            tx("col.status"): _met(tx, r["met"]),
+            tx("col.status"): status(r, tx),
             tx("col.service"): str(r["subject"]),
             tx("col.indicator"): tx.fmt.term("indicator", r["indicator"]),
             tx("col.value"): _value(tx, r["indicator"], r["value"]),

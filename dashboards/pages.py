@@ -9,7 +9,10 @@ import polars as pl
 import streamlit as st
 
 from dashboards import page_frames as pf
+from dashboards.charts import queue_wait_chart, queue_wait_frame
+from dashboards.frames import AT_RISK_BUDGET, AT_RISK_MARGIN
 from dashboards.overview import render_overview
+from dashboards.tables import show_table, show_wrapped
 from dashboards.view import View
 from reports import build_review, render_markdown
 
@@ -21,7 +24,7 @@ def _table(frame: pl.DataFrame | None, view: View, source: str) -> None:
         tx = view.tx
         st.info(tx("common.not_available", reason=tx("common.no_rows", what=tx.fmt.term("source", source))))
         return
-    st.dataframe(frame, hide_index=True, width="stretch")
+    show_table(frame, view.tx)
 
 
 def header(view: View, key: str) -> None:
@@ -60,9 +63,9 @@ def scenarios(view: View) -> None:
 def queues(view: View) -> None:
     header(view, "queues.title")
     tx = view.tx
+    _queue_wait_chart(view)
     st.subheader(tx("queues.wait"))
-    _table(pf.results_table(view, view.outputs.results.filter(pl.col("subject_kind") == "queue"),
-                            subject_label="col.queue"), view, "sla_results")
+    _queue_objectives(view)
     st.subheader(tx("queues.arrays"))
     st.caption(tx("queues.arrays_help"))
     _table(pf.arrays_table(view), view, "month_arrays")
@@ -73,6 +76,37 @@ def queues(view: View) -> None:
                             subject_label="col.team"), view, "sla_results")
     st.subheader(tx("queues.quota_history"))
     _table(pf.quota_history(view), view, "quota_plan_items")
+
+
+def _queue_wait_chart(view: View) -> None:
+    tx = view.tx
+    st.subheader(tx("queues.chart"))
+    frame = queue_wait_frame(view)
+    if frame is None:
+        st.info(tx("queues.chart_none"))
+        return
+    st.caption(tx("queues.chart_help", zone=frame["zone"][0]))  # the zone the publisher counted days in
+    st.altair_chart(queue_wait_chart(frame, tx), width="stretch")
+
+
+def _queue_objectives(view: View) -> None:
+    """The missed and at-risk queue objectives first; every queue result folded below them."""
+    tx = view.tx
+    results = view.outputs.results.filter(pl.col("subject_kind") == "queue")
+    judged = results.filter(pl.col("met").is_not_null()).height
+    st.markdown(f"**{tx('queues.attention')}**")
+    st.caption(tx("queues.attention_help", budget=tx.fmt.percent(AT_RISK_BUDGET),
+                  margin=tx.fmt.percent(AT_RISK_MARGIN)))
+    attention = pf.needing_attention(results)
+    table = pf.results_table(view, attention, subject_label="col.queue", keep_order=True)
+    if table is not None:
+        show_wrapped(table, tx)  # a handful of rows, each evidence read whole
+    elif judged:
+        st.success(tx("queues.attention_none", judged=judged))
+    else:
+        _table(None, view, "sla_results")
+    with st.expander(tx("queues.all_results", count=results.height, judged=judged)):
+        _table(pf.results_table(view, results, subject_label="col.queue"), view, "sla_results")
 
 
 def inference(view: View) -> None:
@@ -150,7 +184,11 @@ def plans(view: View) -> None:
         return
     ids = table[tx("col.plan")].to_list()
     chosen = st.selectbox(tx("plans.choose"), ids, key="plan_choice")
-    _table(pf.plan_items_table(view, str(chosen)), view, "quota_plan_items")
+    items = pf.plan_items_table(view, str(chosen))
+    if items is None:
+        _table(None, view, "quota_plan_items")
+    else:
+        show_wrapped(items, tx)  # a reason is a sentence or two: a grid would cut it off
     if not _can_act(view):
         return
     reason = st.text_input(tx("control.reason"), key="plan_reason")

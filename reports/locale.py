@@ -27,7 +27,8 @@ def load_catalogue(lang: str, package: str = "reports") -> Mapping[str, str]:
     """The catalogue of one language; raise ValueError for a language that has none."""
     if lang not in LANGS:
         raise ValueError(f"no catalogue for language {lang!r}; expected one of {', '.join(LANGS)}")
-    text = resources.files(package).joinpath("locales", f"{lang}.json").read_text(encoding="utf-8")
+    # One name per joinpath: a namespace package's MultiplexedPath takes only one (Python 3.11).
+    text = (resources.files(package) / "locales" / f"{lang}.json").read_text(encoding="utf-8")
     data = json.loads(text)
     if not isinstance(data, dict) or not all(isinstance(v, str) for v in data.values()):
         raise ValueError(f"{package}/locales/{lang}.json must map keys to strings")
@@ -84,6 +85,32 @@ class Formatter:
         if decimals and point in text:
             text = text.rstrip("0").rstrip(point)
         return text
+
+    def compact(self, value: float | None) -> str:
+        """A number short enough for a headline card: three significant digits and the language's own
+        large-number unit (`34.1k`, `1.48k`; `3.41万`, `1,478`); written in full below the first unit.
+
+        The units come from the catalogue's `number.compact_units` (`1000=k 1000000=M ...`;
+        `10000=万 100000000=亿`): Chinese counts large numbers in ten thousands, so 34,099 is 3.41万.
+        """
+        if value is None or math.isnan(value):
+            return self.t("common.no_data")
+        units = sorted((float(size), suffix) for size, _, suffix in
+                       (unit.partition("=") for unit in self.messages["number.compact_units"].split()))
+        magnitude = abs(value)
+        in_full = round(magnitude) if magnitude >= 100 else magnitude  # 999.6 is written 1k, not 1,000
+        fitting = [i for i, (size, _) in enumerate(units) if in_full >= size]
+        if not fitting:
+            return self._trimmed(value, 0 if magnitude >= 100 else 1)
+        index = fitting[-1]
+        for step in (index, index + 1):  # 999,950 rounds to 1,000k: write it as 1M instead
+            size, suffix = units[min(step, len(units) - 1)]
+            decimals = max(0, 2 - math.floor(math.log10(magnitude / size)))
+            rounded = round(magnitude / size, decimals)
+            if step + 1 >= len(units) or rounded * size < units[step + 1][0]:
+                break
+        sign = "-" if value < 0 else ""
+        return sign + self._trimmed(rounded, decimals) + suffix
 
     def percent(self, ratio: float) -> str:
         """A 0..1 ratio as a percentage; never rounds a partial value to 0% or 100%."""

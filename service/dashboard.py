@@ -2,13 +2,17 @@
 
 from __future__ import annotations
 
+import signal
 import socket
 import subprocess
 import sys
+import tempfile
 import time
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 from importlib import resources
 from pathlib import Path
+from typing import IO
 
 
 def free_port() -> int:
@@ -62,34 +66,79 @@ def start_dashboard(
         *api,
         *app_args,
     ]
-    process = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
-    url = f"http://127.0.0.1:{port}/"
-    _wait_until_listening(port, process)
+    # Streamlit's log goes to a file, not a pipe: a pipe nobody reads fills up and then blocks the server.
+    with tempfile.TemporaryFile() as log:
+        process = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=log)
+        url = f"http://127.0.0.1:{port}/"
+        try:
+            _wait_until_listening(port, process, log)
+        except BaseException:  # a failed start, or Ctrl-C or SIGTERM meanwhile: leave no server behind
+            stop_process(process)
+            raise
     return process, url
 
 
-def _wait_until_listening(port: int, process: subprocess.Popen[bytes], timeout_s: float = 30.0) -> None:
+def _wait_until_listening(port: int, process: subprocess.Popen[bytes], log: IO[bytes],
+                          timeout_s: float = 30.0) -> None:
     deadline = time.monotonic() + timeout_s
     while time.monotonic() < deadline:
         if process.poll() is not None:
-            err = process.stderr.read().decode(errors="replace") if process.stderr else ""
+            log.seek(0)
+            err = log.read().decode(errors="replace")
             raise RuntimeError(f"the dashboard exited with code {process.returncode}: {err[-2000:]}")
         with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
             if s.connect_ex(("127.0.0.1", port)) == 0:
                 return
         time.sleep(0.2)
-    process.terminate()
     raise RuntimeError(f"the dashboard did not listen on 127.0.0.1:{port} within {timeout_s:.0f}s")
 
 
 def serve_dashboard(db_path: str, config_path: str, *, port: int | None = None) -> None:
-    """Start the dashboard, print its URL, and keep it running until Ctrl-C."""
+    """Start the dashboard, print its URL, and keep it running until Ctrl-C, SIGINT or SIGTERM, which stop
+    the Streamlit server too (a service manager's `stop` sends SIGTERM to this process only)."""
     import click
 
-    process, url = start_dashboard(db_path, config_path, port=port)
-    click.echo(f"dashboard: {url}  (Ctrl-C to stop)")
+    process: subprocess.Popen[bytes] | None = None
     try:
-        process.wait()
-    except KeyboardInterrupt:
+        # The handlers come first: a signal while the server starts must stop it too (start_dashboard does).
+        with _signals_raise(signal.SIGTERM, signal.SIGINT):
+            process, url = start_dashboard(db_path, config_path, port=port)
+            click.echo(f"dashboard: {url}  (Ctrl-C to stop)")
+            process.wait()
+    except _Stopped as stopped:
+        raise SystemExit(128 + stopped.signum) from None
+    finally:
+        if process is not None:
+            stop_process(process)
+
+
+class _Stopped(BaseException):  # like KeyboardInterrupt: no `except Exception` swallows it
+    def __init__(self, signum: int) -> None:
+        super().__init__(signal.Signals(signum).name)
+        self.signum = signum
+
+
+@contextmanager
+def _signals_raise(*signums: signal.Signals) -> Iterator[None]:
+    """While inside, each of these signals raises _Stopped; the previous handlers come back after."""
+
+    def stop(signum: int, _frame: object) -> None:
+        raise _Stopped(signum)
+
+    previous = {signum: signal.signal(signum, stop) for signum in signums}
+    try:
+        yield
+    finally:
+        for signum, handler in previous.items():
+            signal.signal(signum, handler)
+
+
+def stop_process(process: subprocess.Popen[bytes], timeout_s: float = 10.0) -> None:
+    """SIGTERM, then SIGKILL after `timeout_s`; returns once the process is reaped."""
+    if process.poll() is None:
         process.terminate()
-        process.wait(timeout=10)
+        try:
+            process.wait(timeout=timeout_s)
+        except subprocess.TimeoutExpired:
+            process.kill()
+            process.wait()

@@ -61,6 +61,10 @@ def _age(t: int, submit_s: int) -> int:
     return min(AGE_PRIORITY_MAX, AGE_PRIORITY_PER_HOUR * max(0, t - submit_s) // 3600)
 
 
+# The wait after which the age term is at its maximum (the smallest d with PER_HOUR * d // 3600 >= MAX).
+_FULL_AGE_S = -(-AGE_PRIORITY_MAX * 3600 // AGE_PRIORITY_PER_HOUR)
+
+
 def priority(run: Run, t: int) -> int:
     return base_priority(run.spec) + _age(t, run.submit_s)
 
@@ -103,9 +107,17 @@ class PendingQueue:
     def first(self, t: int, n: int | None) -> list[Run]:
         """The first `n` (all when None) pending runs by (-priority at t, submit, job id)."""
 
+        # _age inlined: a call per pending job per pass was a sixth of the scheduler's time at 1,250 nodes.
+        full_age_since = t - _FULL_AGE_S
+
         def keyed(base: int, group: list[tuple[int, int, Run]]) -> Iterator[tuple[int, int, int, Run]]:
+            oldest = -(base + AGE_PRIORITY_MAX)
             for submit_s, job_id, run in group:
-                yield -(base + _age(t, submit_s)), submit_s, job_id, run
+                if submit_s <= full_age_since:
+                    yield oldest, submit_s, job_id, run
+                else:
+                    waited = t - submit_s
+                    yield -(base + (AGE_PRIORITY_PER_HOUR * waited // 3600 if waited > 0 else 0)), submit_s, job_id, run
 
         merged = heapq.merge(*(keyed(b, g) for b, g in self._groups.items() if g))
         return [entry[3] for entry in itertools.islice(merged, n)]

@@ -22,6 +22,7 @@ WALL_CLOCK = re.compile(r"\b(?:date\.today|datetime\.(?:now|utcnow|today)|time\.
 READS_THE_REAL_CLOCK = {
     "tests/realslurm/test_slurm_real.py": "a real slurmctld stamps jobs with the real clock, which the window holds",
     "tests/realslurm/test_slurm_nested.py": "the same, on the nested-accounts layout",
+    "tests/realslurm/cluster.py": "notes when the real cluster started, where the tests' sacct windows begin",
     "tests/alerts/test_real_alertmanager.py": "a real Alertmanager expires alerts against the machine's clock",
     "tests/test_suite_rules.py": "names the calls it looks for",
 }

@@ -15,6 +15,7 @@ and, after every write cycle, publishes a snapshot of the derived data as Parque
         completeness/month=YYYY-MM/part-0.parquet
         quota_plan_items/month=YYYY-MM/part-0.parquet  items of the month's latest plan
         alerts/month=YYYY-MM/part-0.parquet
+        queue_wait_daily/month=YYYY-MM/part-0.parquet  queue wait p95 per day and queue, for the charts
         quota_plans/part-0.parquet     every plan, with its decision (approved/rejected) when one was taken
         alert_states/part-0.parquet    silences and acknowledgements per alert fingerprint
         control_actions/part-0.parquet the audit trail of the control API
@@ -46,7 +47,7 @@ from gpusteward import tables
 from gpusteward.domain import Month
 from sla import results
 from sla.outputs import MonthOutputs, plan_protected_frame, plan_replay_frame
-from warehouse import control, queries
+from warehouse import control, queries, series
 from warehouse.store import Warehouse
 
 FORMAT = 1
@@ -63,6 +64,7 @@ MONTH_TABLES: dict[str, pl.Schema] = {
     "quota_plan_items": results.QUOTA_PLAN_ITEMS,
     "month_arrays": results.ARRAYS,
     "alerts": queries.ALERTS,
+    "queue_wait_daily": series.QUEUE_WAIT_DAILY,  # charts: downsampled here, never minute rows
 }
 PLANS = tables.schema(
     dict(queries.PLANS)
@@ -119,6 +121,10 @@ class ReadModel:
     def status(self) -> dict[str, Any]:
         return dict(self.status_info)
 
+    def queue_wait_daily(self, month: Month) -> pl.DataFrame:
+        """Wait p95 per day and queue (warehouse/series.py), in the time zone the snapshot was taken in."""
+        return self._month("queue_wait_daily", month)
+
     def alerts(self, month: Month | None = None) -> pl.DataFrame:
         if month is not None:
             return self._month("alerts", month)
@@ -136,8 +142,9 @@ class ReadModel:
         return self.whole.get("control_actions", tables.empty(control.CONTROL_ACTIONS))
 
 
-def snapshot(wh: Warehouse, *, now: datetime | None = None) -> ReadModel:
-    """Everything the read model holds, read from the warehouse (the writer's connection)."""
+def snapshot(wh: Warehouse, *, now: datetime | None = None, tz: str = "UTC") -> ReadModel:
+    """Everything the read model holds, read from the warehouse (the writer's connection); daily series
+    by the days of `tz` (the pool's time zone, `Config.timezone`)."""
     month_frames: dict[str, dict[str, pl.DataFrame]] = {name: {} for name in MONTH_TABLES}
     for month in wh.months():
         outputs = wh.month_outputs(month)
@@ -150,6 +157,7 @@ def snapshot(wh: Warehouse, *, now: datetime | None = None) -> ReadModel:
             "quota_plan_items": outputs.plan_items,
             "month_arrays": outputs.arrays,
             "alerts": wh.alerts(month),
+            "queue_wait_daily": series.queue_wait_daily(wh, month.in_zone(tz)),
         }
         for name, frame in parts.items():
             month_frames[name][str(month)] = tables.conform(frame, MONTH_TABLES[name])

@@ -47,7 +47,7 @@ def dashboard(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Dashboard]:
     with open_warehouse(config.resolve(config.warehouse.path)) as wh:
         import_files(wh, [root / "data"], ignore=SIMULATED)
         raise_alerts(wh, config, evaluate(wh, config, MONTH), datetime(2026, 10, 3, tzinfo=UTC))
-        publish(snapshot(wh), root / "readmodel")
+        publish(snapshot(wh, tz=config.timezone), root / "readmodel")
         shown = MonthShown(
             wh.month_outputs(MONTH), wh.alerts(MONTH), wh.plans(MONTH), pool_gpus(config) or 0, team_names(config)
         )

@@ -14,9 +14,9 @@ from dashboards.texts import Texts
 from reports.model import Quantity
 from sla.outputs import MonthOutputs
 
-GRIDS = '[data-testid="stDataFrame"] table'
+GRIDS = '[data-testid="stDataFrame"] table, [data-testid="stTable"] table'  # grids, and static tables
 METRICS = '[data-testid="stMetricValue"]'
-VERDICTS = {"🔴": False, "🟢": True, "⚪": None}
+VERDICTS = {"missed": False, "at_risk": True, "met": True, "none": None}  # dashboards.frames.verdict
 
 
 @dataclass(frozen=True)
@@ -54,10 +54,10 @@ def _overview(page: Any, month: Month, tx: Texts) -> int:
     gpu = out.completeness.filter(pl.col("source") == "gpu_minutes")
     q = tx.fmt.quantity
     expected = [
-        q(Quantity(gpu_hours, "gpu_hours")),
+        tx.fmt.compact(gpu_hours),
         q(Quantity(gpu_hours / (month.pool_gpus * out.month.minutes / 60), "percent")),
         tx("metric.sla_missed_value", missed=missed, judged=judged.height),
-        q(Quantity(idle, "gpu_hours")),
+        tx.fmt.compact(idle),
         str(_latest_alerts(month).filter(pl.col("status") == "firing").height),
         q(Quantity(float(gpu["present"].sum()) / float(gpu["expected"].sum()), "percent")),
     ]
@@ -72,13 +72,14 @@ def _result_rows(page: Any, month: Month, tx: Texts) -> int:
     for r in month.outputs.results.iter_rows(named=True):
         subject = month.team_names.get(r["subject"], r["subject"]) if r["subject_kind"] == "team" else r["subject"]
         verdicts[(subject, tx.fmt.term("indicator", r["indicator"]))] = r["met"]
+    words = {tx(f"sla.status.{v}"): met for v, met in VERDICTS.items()}
     checked = 0
     for grid in grids(page):
         for row in grid[1:]:
-            mark = row[0][:1] if row else ""
+            word = row[0] if row else ""
             found = [key for key in verdicts if key[0] in row and key[1] in row]
-            if mark in VERDICTS and found:
-                assert verdicts[found[0]] is VERDICTS[mark], (row, found[0], verdicts[found[0]])
+            if word in words and found:
+                assert verdicts[found[0]] is words[word], (row, found[0], verdicts[found[0]])
                 checked += 1
     return checked
 

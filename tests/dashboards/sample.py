@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from datetime import datetime, timedelta
+from datetime import date, datetime, timedelta
 
 from dashboards.data import OverviewData, fallback_texts, pool_gpus, team_names
 from gpusteward.config.schema import ClusterConfig
@@ -65,6 +65,17 @@ SAMPLE_ARRAY = {
 }
 
 
+# Daily waits of two queues with a p95 objective and one without (drawn nowhere): warehouse/series.py's shape.
+SAMPLE_WAITS = {
+    "day": [date(2026, 11, 1), date(2026, 11, 2), date(2026, 11, 1), date(2026, 11, 2), date(2026, 11, 1)],
+    "queue": ["east/train", "east/train", "west/eval", "west/eval", "west/interactive"],
+    "zone": ["UTC"] * 5,
+    "started": [40, 35, 50, 46, 9],
+    "wait_p95_s": [5400.0, 1800.0, 19800.0, 9000.0, 60.0],
+    "wait_max_s": [7200.0, 3600.0, 45000.0, 20000.0, 90.0],
+}
+
+
 def sample_model(*, with_plan: bool = True) -> ReadModel:
     """The hand-made month (and an empty October) as a published read model, with one plan and one alert."""
     import json
@@ -85,6 +96,8 @@ def sample_model(*, with_plan: bool = True) -> ReadModel:
             frames[name][key] = tables.conform(frame, MONTH_TABLES[name])
         frames["alerts"][key] = tables.empty(queries.ALERTS)
     frames["month_arrays"][str(MONTH)] = tables.conform(pl.DataFrame([SAMPLE_ARRAY]), MONTH_TABLES["month_arrays"])
+    waits = pl.DataFrame(SAMPLE_WAITS)
+    frames["queue_wait_daily"][str(MONTH)] = tables.conform(waits, MONTH_TABLES["queue_wait_daily"])
     alert = FIRING[0] | {"month": str(MONTH), "body": "{}", "recorded_at": AS_OF}
     frames["alerts"][str(MONTH)] = tables.conform(pl.DataFrame([alert]), queries.ALERTS)
     items = demo_outputs().plan_items.to_dicts()

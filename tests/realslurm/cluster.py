@@ -17,6 +17,7 @@ import socket
 import subprocess
 import time
 from dataclasses import dataclass, field
+from datetime import UTC, datetime
 from pathlib import Path
 
 CLUSTER = "stewtest"
@@ -113,6 +114,8 @@ class SlurmCluster:
     procs: list[tuple[str, subprocess.Popen[bytes]]] = field(default_factory=list)
     timings: dict[str, float] = field(default_factory=dict)
     jwt_port: int = 0
+    # UTC, naive as sacct's window arguments: every job of the session was submitted after it
+    started_at: datetime = datetime.min
     _deadline: float = float("inf")
 
     @property
@@ -165,6 +168,7 @@ class SlurmCluster:
     # -- bring-up ------------------------------------------------------------------------------
 
     def start(self) -> None:
+        self.started_at = datetime.now(UTC).replace(tzinfo=None)
         t0 = time.monotonic()
         self._deadline = t0 + 60.0  # the whole bring-up must finish within 60 s
         for sub in ("etc", "run", "log", "state", "spool", "dev", "munge", "db", "jobs"):

@@ -27,9 +27,9 @@ from warehouse import open_warehouse
 CLUSTER = NESTED.cluster
 
 
-def window() -> tuple[datetime, datetime]:
-    utc = datetime.now(UTC).replace(tzinfo=None)
-    return utc - timedelta(hours=1), utc + timedelta(minutes=5)
+def window(cluster: SlurmCluster) -> tuple[datetime, datetime]:
+    """From the cluster's start (not from now: under load a test may run long after the session's jobs)."""
+    return cluster.started_at - timedelta(minutes=5), datetime.now(UTC).replace(tzinfo=None) + timedelta(minutes=5)
 
 
 @pytest.fixture
@@ -41,7 +41,7 @@ def rest(nested_slurm: SlurmCluster) -> Iterator[SlurmRest]:
 
 def _live_jobs(slurm: SlurmCluster, nested: NestedScenario) -> pl.DataFrame:
     client = SlurmClient(CLUSTER, cli=SlurmCli(env=slurm.env))
-    batch = client.jobs(*window())
+    batch = client.jobs(*window(slurm))
     assert batch.problems == []
     assert nested.ids
     return batch.frames["jobs"]
@@ -92,7 +92,7 @@ def test_cancelled_while_pending_is_no_month_long_breach(nested_slurm: SlurmClus
 
 
 def test_rest_collection_matches_cli(nested_slurm: SlurmCluster, nested: NestedScenario, rest: SlurmRest) -> None:
-    start, end = window()
+    start, end = window(nested_slurm)
     cli = SlurmCli(env=nested_slurm.env)
     by_cli = SlurmClient(CLUSTER, cli=cli).jobs(start, end).frames["jobs"]
     by_rest = SlurmClient(CLUSTER, rest=rest, cli=cli).jobs(start, end).frames["jobs"]
@@ -133,7 +133,7 @@ def layout(
 def test_file_dumps_import_as_live_collection(layout: tuple[SlurmCluster, str], tmp_path: Path) -> None:
     """`sacct --json` and `sacct -P` dumps give what the live collector gives, exit codes included."""
     slurm, cluster = layout
-    start, end = window()
+    start, end = window(slurm)
     span = ["-S", start.strftime("%Y-%m-%dT%H:%M:%S"), "-E", end.strftime("%Y-%m-%dT%H:%M:%S")]
     (tmp_path / "sacct.json").write_text(slurm.run("sacct", "-a", "-D", "-X", "--json", *span))
     (tmp_path / "sacct.txt").write_text(slurm.run("sacct", "-a", "-D", "-X", "-P", "-o", SACCT_P_FORMAT, *span))
