@@ -38,7 +38,11 @@ class JobResult:
 
 
 class Job(Protocol):
-    """A unit of scheduled work. Raise TransientError to be retried with backoff, PermanentError to alert."""
+    """A unit of scheduled work. Raise TransientError to be retried with backoff, PermanentError to alert.
+
+    The scheduler runs a job under its write lock, unless the job has a true `locks_itself` attribute:
+    such a job takes the lock itself only around its writes (an evaluation reading a snapshot), or
+    never (a collection that only spools)."""
 
     @property
     def name(self) -> str: ...
@@ -62,6 +66,10 @@ class JobState:
 class JobObserver(Protocol):
     """Told about every run; the service's metrics implement it."""
 
+    def job_started(self, name: str, late_s: float) -> None:
+        """A run began `late_s` seconds after it was due (0 when on time)."""
+        ...
+
     def job_finished(self, name: str, result: JobResult | None, seconds: float, error: str | None) -> None: ...
 
 
@@ -73,7 +81,9 @@ def backoff(failures: int, hint_s: float, interval: timedelta) -> timedelta:
 
 
 class Scheduler:
-    """Runs due jobs in order, one at a time, each under `write_lock` so control actions never interleave."""
+    """Runs due jobs in order, one at a time, each under `write_lock` so control actions never interleave
+    (unless the job `locks_itself`). The service runs one scheduler per lane (collection, writer,
+    analysis), each in its own thread."""
 
     def __init__(
         self,
@@ -105,6 +115,7 @@ class Scheduler:
         self.publish_every = publish_every
         self.published_at = start  # the caller publishes once at start
         self.unpublished = False  # batched writes wait for the next publication
+        self._publish_asked = False  # a control action asked for a publication as soon as possible
 
     def run_due(self) -> list[str]:
         """Run every job that is due now (in the order given); return the names of those that wrote."""
@@ -121,13 +132,19 @@ class Scheduler:
             if result is not None and result.wrote:
                 wrote.append(job.name)
                 urgent = urgent or not result.batched
-        self.unpublished = self.after_writes is not None and (self.unpublished or bool(wrote))
+        asked, self._publish_asked = self._publish_asked, False
+        self.unpublished = self.after_writes is not None and (self.unpublished or bool(wrote) or asked)
         if self.unpublished and not self.stop.is_set():
             now = self.clock.now()
-            if urgent or now >= self.published_at + self.publish_every:
+            if urgent or asked or now >= self.published_at + self.publish_every:
                 self._publish()
                 self.published_at, self.unpublished = now, False
         return wrote
+
+    def publish_soon(self) -> None:
+        """Publish at the next turn of the loop (a control action was recorded), without waiting for it here."""
+        self._publish_asked = True
+        self._wake.set()
 
     def wait(self, seconds: float) -> None:
         """Real time: sleep until `seconds` pass, `stop` is set or a job is poked."""
@@ -148,18 +165,22 @@ class Scheduler:
     def _publish(self) -> None:
         assert self.after_writes is not None
         try:
-            with self.lock:
-                self.after_writes()
+            self.after_writes()  # it takes what locks it needs: a publication reads a snapshot, not under the lock
         except Exception:
             log.exception("publishing the read model failed; the previous version stays current")
 
     def _run_one(self, job: Job, state: JobState, now: datetime) -> JobResult | None:
         started = time.perf_counter()
+        if self.observer is not None:
+            self.observer.job_started(job.name, max((now - state.next_due).total_seconds(), 0.0))
         result: JobResult | None = None
         error: str | None = None
         try:
-            with self.lock:
+            if getattr(job, "locks_itself", False):
                 result = job.run(now)
+            else:
+                with self.lock:
+                    result = job.run(now)
         except TransientError as exc:
             state.failures += 1
             error = f"transient: {exc}"
@@ -197,6 +218,8 @@ class Scheduler:
 
     def next_wake(self) -> datetime:
         due = [s.next_due for s in self.states.values()]
+        if self._publish_asked:
+            due.append(self.clock.now())
         if self.unpublished:
             due.append(self.published_at + self.publish_every)
         return min(due, default=self.clock.now() + timedelta(minutes=1))

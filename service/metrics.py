@@ -20,6 +20,7 @@ from service.jobs import JobResult
 from warehouse.readmodel import ReadModel
 
 DURATION_BUCKETS = (0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120, 300, 600)
+LATENESS_BUCKETS = (0.01, 0.1, 0.5, 1, 2, 5, 15, 30, 60, 300)
 
 
 def epoch(moment: datetime) -> float:
@@ -191,6 +192,24 @@ class ServiceMetrics:
             "files in quarantine now, in the whole warehouse (`gpusteward status` lists them)",
             registry=r,
         )
+        self.job_lateness = Histogram(
+            "gpusteward_job_start_lateness_seconds",
+            "how long after it was due a job's run began (a scrape that waits loses current values)",
+            ["job"],
+            buckets=LATENESS_BUCKETS,
+            registry=r,
+        )
+        self.spool_waiting = Gauge(
+            "gpusteward_spool_batches",
+            "collected batches acknowledged (on disk in the spool) and not yet stored in the warehouse",
+            registry=r,
+        )
+        self.spool_outcomes = Counter(
+            "gpusteward_spool_drained",
+            "spool batches the writer took, by outcome (stored, replayed: stored before a crash, rejected, corrupt)",
+            ["outcome"],
+            registry=r,
+        )
         self.rows_ingested = Counter(
             "gpusteward_rows_ingested", "rows stored in the warehouse per table", ["table"], registry=r
         )
@@ -238,6 +257,9 @@ class ServiceMetrics:
         if result is not None:
             for table, n in result.rows.items():
                 self.rows_ingested.labels(table).inc(n)
+
+    def job_started(self, name: str, late_s: float) -> None:
+        self.job_lateness.labels(name).observe(late_s)
 
     def job_succeeded_at(self, name: str, moment: datetime) -> None:
         self.job_last_success.labels(name).set(epoch(moment))

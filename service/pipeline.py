@@ -44,25 +44,53 @@ SERVICE_ACTOR = "gpusteward"
 """Who proposes the plans the service's own evaluation makes (a person's `quota plan` names them)."""
 
 
+@dataclass(frozen=True)
+class Assessment:
+    """A month evaluated and its quota plan, computed from a read of the warehouse, not yet stored."""
+
+    outputs: MonthOutputs
+    plan: Plan
+
+
 def evaluate(wh: Warehouse, config: Config, month: Month, *, proposed_by: str = SERVICE_ACTOR) -> MonthOutputs:
     """Evaluate the month (its days in the pool's time zone), plan quota changes, and store both;
     return the month's outputs. The stored plan lists everyone who proposed it (the same changes
     proposed again keep the earlier proposers): with separation of duties none of them may approve it."""
+    return store_assessment(wh, assess(wh, config, month), proposed_by=proposed_by)
+
+
+def assess(wh: Warehouse, config: Config, month: Month) -> Assessment:
+    """Evaluate the month and plan quota changes from `wh` (a snapshot view will do: it only reads)."""
     month = month.in_zone(config.timezone)
     inputs = wh.evaluation_inputs(month, idle=config.idle)
     outputs = evaluate_month(inputs, config)
-    pending, tree, _usage = wh.slurm_queue(month)
+    pending, tree, usage = wh.slurm_queue(month)
     plan = _plan(outputs, inputs, config, pending, tree)
-    earlier = (plan_body(wh, plan.id) or {}).get("proposed_by") or []
-    proposers = [*earlier, *([proposed_by] if proposed_by not in earlier else [])]
-    wh.store_plan(plan.id, month, plan.created_at, plan.status, dry_run=plan.dry_run,
-                  body={**plan.to_dict(), "proposed_by": proposers}, items=plan.to_frame())
-    accounts = account_rollup(*wh.slurm_queue(month))
+    accounts = account_rollup(pending, tree, usage)
     outputs = dataclasses.replace(outputs, plan_items=plan.to_frame(), accounts=accounts,
                                   plan_replay=plan_replay_frame(plan.replay),
                                   plan_protected=plan_protected_frame(plan.protected))
-    wh.store_month_outputs(outputs)
-    return outputs
+    return Assessment(outputs, plan)
+
+
+def store_assessment(
+    wh: Warehouse, assessment: Assessment, *, proposed_by: str = SERVICE_ACTOR
+) -> MonthOutputs:
+    """Store an assessment's plan and month outputs (the service's `Evaluate` stores the outputs, tables only
+    the evaluation writes, on a connection of their own without the write lock, and the plan under it)."""
+    store_plan(wh, assessment, proposed_by=proposed_by)
+    wh.store_month_outputs(assessment.outputs)
+    return assessment.outputs
+
+
+def store_plan(wh: Warehouse, assessment: Assessment, *, proposed_by: str = SERVICE_ACTOR) -> None:
+    """Store an assessment's quota plan (a few rows; plans are also what control actions decide on), with
+    everyone who proposed it: the earlier proposers of the same changes and `proposed_by`."""
+    plan = assessment.plan
+    earlier = (plan_body(wh, plan.id) or {}).get("proposed_by") or []
+    proposers = [*earlier, *([proposed_by] if proposed_by not in earlier else [])]
+    wh.store_plan(plan.id, assessment.outputs.month, plan.created_at, plan.status, dry_run=plan.dry_run,
+                  body={**plan.to_dict(), "proposed_by": proposers}, items=plan.to_frame())
 
 
 def _plan(outputs: MonthOutputs, inputs: EvaluationInputs, config: Config, pending: pl.DataFrame,

@@ -1,7 +1,9 @@
 """`gpusteward serve`: one long-running process that owns the warehouse.
 
-It runs the jobs (collection per source, evaluation with the quota plan, protection-line alerts,
-the scheduled review) on their intervals, publishes the read model after every cycle that wrote,
+It runs the jobs on their intervals in three lanes, each in its own thread (docs/service.md#jobs):
+collection (scrapes, appended to the durable spool, no lock), the writer (folder imports and the
+spool's drain, under the write lock) and analysis (evaluation with the quota plan, protection-line
+alerts, the scheduled review, reading a snapshot); it publishes the read model after writes,
 and answers /metrics, /healthz, /readyz and the control API (plain HTTP on loopback; any other
 address needs TLS or an explicit --insecure-listen, service/api_server.py). It takes a clock and
 stop/ready events, so a test runs a simulated day in seconds; SIGTERM/SIGINT set `stop`, and the
@@ -33,12 +35,13 @@ from service.api import ApiContext, Request
 from service.api_identity import ProxyIdentity
 from service.api_server import ApiServer, ListenError, Tls, listen_refusal
 from service.api_tokens import load_tokens
+from service.collection import DrainSpool, LiveCollect
 from service.jobs import Job, JobResult, Scheduler
 from service.metrics import ServiceMetrics, epoch
+from service.spool import Spool, spool_beside
 from service.tasks import (
     Evaluate,
     FolderImport,
-    LiveCollect,
     LiveSource,
     MonthlyReview,
     RaiseAlerts,
@@ -46,6 +49,7 @@ from service.tasks import (
     Shared,
     WriteReview,
 )
+from service.tasks import snapshot as warehouse_snapshot
 from warehouse import Warehouse, open_warehouse
 from warehouse import control as control_store
 from warehouse.control import ControlError
@@ -74,6 +78,7 @@ class ServeSettings:
     review_schedule: ReviewSchedule | None = None  # None: MonthlyReview in the pool's time zone
     tls: Tls | None = None  # certificate and key: the API speaks HTTPS
     insecure_listen: bool = False  # plain HTTP on a non-loopback address, warned about at every start
+    spool_dir: Path | None = None  # the collection spool; None: `<warehouse file>.spool/` beside the warehouse
     action_wait: timedelta = timedelta(minutes=2)  # a control action waits this long for the write lock, then 503
 
 
@@ -91,6 +96,7 @@ class Service:
         sleep: Callable[[float], None] | None = None,
         extra_jobs: Callable[[Warehouse, Shared], Sequence[Job]] | None = None,
         env: Mapping[str, str] | None = None,
+        lane_sleep: Callable[[str], Callable[[float], None]] | None = None,
     ) -> None:
         self.config = config
         self.settings = settings
@@ -98,13 +104,17 @@ class Service:
         self.stop = stop or threading.Event()
         self.ready = ready or threading.Event()
         self.sleep = sleep
+        self.lane_sleep = lane_sleep  # a sleep per lane (a test's simulated time for concurrent lanes)
         self.extra_jobs = extra_jobs
         self.metrics = ServiceMetrics()
         self.tokens = load_tokens(list(settings.token_files), env)
         self.lock = threading.RLock()
+        self._publishing = threading.Lock()
         self.shared = Shared()
         self.url: str | None = None
-        self.scheduler: Scheduler | None = None
+        self.scheduler: Scheduler | None = None  # the writer's lane (the only one when run as one loop)
+        self.lanes: list[Scheduler] = []
+        self.spool: Spool | None = None
         self._wh: Warehouse | None = None
         self._loop_alive = False
 
@@ -143,24 +153,29 @@ class Service:
         )
         if request.action == "review.trigger":
             self.shared.review_requests.append(month)
-            if self.scheduler is not None:
-                self.scheduler.poke("review")
+            for lane in self.lanes:
+                lane.poke("review")
         if request.action == "import.retry":
             self.shared.retry_files.add(request.target)
-            if self.scheduler is not None:
-                for name in self.scheduler.states:
+            for lane in self.lanes:
+                for name in lane.states:
                     if name.startswith("import:"):
-                        self.scheduler.poke(name)
-        self._publish()
+                        lane.poke(name)
+        # The action is committed; the read model follows at the writer's next turn (a publication costs
+        # far more than an answer may take, and dashboards show each version's publication time).
+        assert self.scheduler is not None  # scheduled before the API starts
+        self.scheduler.publish_soon()
         return {"action_id": entry.action_id, "action": entry.action, "target": entry.target, "actor": entry.actor,
                 "override": entry.override}
 
     # -- running -----------------------------------------------------------------------------------
 
-    def _jobs(self, wh: Warehouse) -> list[Job]:
+    def _lanes(self, wh: Warehouse) -> dict[str, list[Job]]:
+        """The jobs of each lane: collection (scrapes into the spool, no lock), the writer (drain, folder
+        imports) and analysis (evaluation, alerts, review: snapshot reads)."""
         s, shared, m = self.settings, self.shared, self.metrics
         mappings = mapping_index(self.config)
-        jobs: list[Job] = [
+        writer: list[Job] = [
             FolderImport(
                 f"import:{d.name or d}",
                 s.import_interval,
@@ -175,14 +190,19 @@ class Service:
             )
             for d in s.import_dirs
         ]
+        if self.spool is None:
+            self.spool = Spool(s.spool_dir or spool_beside(wh.path))
+        collection: list[Job] = []
         for src, interval in s.live_sources:
             if src.registry is not None:
                 m.scrapes.sources[src.name] = src.registry
-            jobs.append(LiveCollect(src, interval, wh, shared, m))
+            collection.append(LiveCollect(src, interval, self.spool, m, on_spooled=self._spooled))
+        writer.append(DrainSpool(self.spool, wh, shared, m, self.lock,
+                                 interval=min((i for _, i in s.live_sources), default=DrainSpool.interval)))
         if self.extra_jobs is not None:
-            jobs += list(self.extra_jobs(wh, shared))
-        jobs += [
-            Evaluate(self.config, wh, shared, interval=s.evaluate_interval),
+            writer += list(self.extra_jobs(wh, shared))
+        analysis: list[Job] = [
+            Evaluate(self.config, wh, shared, interval=s.evaluate_interval, lock=self.lock),
             RaiseAlerts(self.config, wh, shared, m, interval=s.alerts_interval),
             WriteReview(
                 self.config,
@@ -191,16 +211,28 @@ class Service:
                 Path(self.config.resolve(self.config.reports.out_dir)),
                 s.review_schedule or MonthlyReview(self.config.timezone),
                 interval=s.review_interval,
+                lock=self.lock,
             ),
         ]
-        return jobs
+        return {"collection": collection, "writer": writer, "analysis": analysis}
+
+    def _spooled(self) -> None:
+        for lane in self.lanes:
+            lane.poke("drain")
 
     def _publish(self) -> None:
-        assert self._wh is not None
-        started = time.perf_counter()
-        model = snapshot(self._wh, now=self.now())
-        publish(model, self.settings.read_model)
-        self.metrics.publish_done(model, time.perf_counter() - started)
+        """Publish the read model from a snapshot of the warehouse: the write lock is held only to open and
+        close the snapshot, so scrapes are stored and control actions answered meanwhile; one publication
+        at a time, so a later version never names an older snapshot."""
+        with self._publishing:
+            wh = self._wh
+            if wh is None:
+                return
+            started = time.perf_counter()
+            with warehouse_snapshot(wh, self.lock) as view:
+                model = snapshot(view, now=self.now())
+            publish(model, self.settings.read_model)
+            self.metrics.publish_done(model, time.perf_counter() - started)
 
     def _permanent(self, job: str, error: str, now: datetime) -> None:
         """A job failed permanently: alert through the configured receivers (once per distinct error)."""
@@ -229,6 +261,9 @@ class Service:
             memory_limit=config.warehouse.memory_limit,
         ) as wh:
             self._wh = wh
+            self._schedule(self._lanes(wh))  # before the API: an action asks the writer to publish
+            assert self.spool is not None
+            self.metrics.spool_waiting.set(self.spool.depth())  # what a crash left is drained first
             ctx = ApiContext(
                 self.metrics.registry, self.tokens, self, self.ready, self.healthy, on_action=self._count_action,
                 proxy=ProxyIdentity.from_config(self.config.service.proxy),
@@ -236,22 +271,10 @@ class Service:
             s = self.settings
             server = ApiServer(ctx, s.host, s.port, tls=s.tls, insecure_listen=s.insecure_listen).start()
             self.url = server.url
-            self.scheduler = Scheduler(
-                self._jobs(wh),
-                self.clock,
-                self.stop,
-                write_lock=self.lock,
-                sleep=self.sleep,
-                after_writes=self._publish,
-                on_permanent=self._permanent,
-                observer=self,
-                publish_every=self.settings.publish_interval,
-            )
             try:
-                with self.lock:
-                    self._publish()  # dashboards have something to read from the start
+                self._publish()  # dashboards have something to read from the start
                 self._loop_alive = True
-                self.scheduler.run(self.ready)
+                self._run_lanes()
             finally:
                 self._loop_alive = False
                 server.stop()  # requests in flight are answered first
@@ -259,10 +282,84 @@ class Service:
                     self._wh = None
         log.info("stopped at %s", datetime.fromtimestamp(epoch(self.now()), UTC).isoformat())
 
+    def _scheduler(
+        self, jobs: Sequence[Job], lock: threading.RLock, sleep: Callable[[float], None] | None
+    ) -> Scheduler:
+        return Scheduler(
+            jobs,
+            self.clock,
+            self.stop,
+            write_lock=lock,
+            sleep=sleep,
+            after_writes=self._publish,
+            on_permanent=self._permanent,
+            observer=self,
+            publish_every=self.settings.publish_interval,
+        )
+
+    def _schedule(self, lanes: dict[str, list[Job]]) -> None:
+        """One scheduler per lane; with a single `sleep` (a test stepping a fake clock) one scheduler for all,
+        in the order collection, writer, analysis."""
+        if self.sleep is not None and self.lane_sleep is None:
+            one = self._scheduler(self._single_order(lanes), self.lock, self.sleep)
+            self.scheduler, self.lanes = one, [one]
+            return
+        sleeps = self.lane_sleep
+        collection = self._scheduler(lanes["collection"], threading.RLock(), sleeps and sleeps("collection"))
+        collection.after_writes = None  # it writes only the spool; the writer publishes what it stores
+        writer = self._scheduler(lanes["writer"], self.lock, sleeps and sleeps("writer"))
+        analysis = self._scheduler(lanes["analysis"], self.lock, sleeps and sleeps("analysis"))
+        self.scheduler, self.lanes = writer, [collection, writer, analysis]
+
+    def _run_lanes(self) -> None:
+        """Run the lanes until `stop`: the writer in this thread, collection and analysis each in their own."""
+        assert self.scheduler is not None
+        if len(self.lanes) == 1:
+            self.scheduler.run(self.ready)
+            return
+        collection, writer, analysis = self.lanes
+        written = threading.Event()
+        threads = [
+            threading.Thread(target=collection.run, name="gpusteward-collection", daemon=True),
+            # analysis starts after the writer's first cycle: the first evaluation sees what it imported
+            threading.Thread(target=_after, args=(written, self.stop, analysis.run, self.ready),
+                             name="gpusteward-analysis", daemon=True),
+        ]
+        for thread in threads:
+            thread.start()
+        try:
+            writer.run(written)
+        finally:
+            self.stop.set()
+            for lane in self.lanes:
+                lane.poke("")
+            for thread in threads:
+                thread.join()  # an evaluation reading its snapshot ends before the warehouse closes
+
+    @staticmethod
+    def _single_order(lanes: dict[str, list[Job]]) -> list[Job]:
+        imports = [j for j in lanes["writer"] if j.name.startswith("import:")]
+        rest = [j for j in lanes["writer"] if not j.name.startswith("import:")]
+        return [*imports, *lanes["collection"], *rest, *lanes["analysis"]]
+
+    def job_started(self, name: str, late_s: float) -> None:
+        self.metrics.job_started(name, late_s)
+
     def job_finished(self, name: str, result: JobResult | None, seconds: float, error: str | None) -> None:
         self.metrics.job_finished(name, result, seconds, error)
         if error is None:
             self.metrics.job_succeeded_at(name, self.now())
+
+
+def _after(
+    first: threading.Event, stop: threading.Event, run: Callable[[threading.Event], None], ready: threading.Event
+) -> None:
+    """Run `run(ready)` once `first` is set (or not at all when `stop` comes first)."""
+    while not first.wait(0.2):
+        if stop.is_set():
+            return
+    if not stop.is_set():
+        run(ready)
 
 
 def _duration(_ctx: click.Context, _param: click.Parameter, value: str | None) -> timedelta | None:

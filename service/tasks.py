@@ -7,12 +7,14 @@ there new data? which month is latest?) lives in `Shared`.
 
 from __future__ import annotations
 
+import threading
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import AbstractContextManager, contextmanager
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
-from typing import Protocol
+from typing import ClassVar, Protocol
 
 from prometheus_client import CollectorRegistry
 
@@ -27,7 +29,7 @@ from gpusteward.domain import Month
 from service.importer import expand, import_one
 from service.jobs import JobResult
 from service.metrics import ServiceMetrics
-from service.pipeline import evaluate, latest_month, raise_alerts, write_reviews
+from service.pipeline import assess, latest_month, raise_alerts, store_plan, write_reviews
 from warehouse import FileSignature, Warehouse
 
 
@@ -126,34 +128,6 @@ class FolderImport:
         return JobResult(wrote=bool(fresh), rows=rows, detail=detail)
 
 
-@dataclass
-class LiveCollect:
-    """Run a `LiveSource` on its interval and store what it returns as one batch."""
-
-    source: LiveSource
-    interval: timedelta
-    wh: Warehouse
-    shared: Shared
-    metrics: ServiceMetrics
-
-    @property
-    def name(self) -> str:
-        return f"collect:{self.source.name}"
-
-    def run(self, now: datetime) -> JobResult:
-        try:
-            batch = self.source.collect(now)
-        except Exception:
-            self.metrics.collection(self.source.name, ok=False)
-            raise
-        result = self.wh.ingest(batch.source, batch.frames, [str(p) for p in batch.problems])
-        self.metrics.collection(self.source.name, ok=True)
-        if any(result.stored.values()):
-            self.shared.dirty = True
-        return JobResult(wrote=True, batched=True, rows=dict(result.stored),
-                         detail=f"{sum(result.stored.values())} rows")
-
-
 def months_to_evaluate(wh: Warehouse, now: datetime, tz: str = "UTC") -> list[Month]:
     """The latest month with data, and the one before it during the first day of a month (late records);
     months of `tz`, the pool's time zone."""
@@ -170,23 +144,73 @@ def months_to_evaluate(wh: Warehouse, now: datetime, tz: str = "UTC") -> list[Mo
 
 @dataclass
 class Evaluate:
-    """Evaluate (and plan quota for) the months with new data; skipped while nothing new arrived."""
+    """Evaluate (and plan quota for) the months with new data; skipped while nothing new arrived.
+
+    It reads a snapshot of the warehouse and computes without the write lock (collection, the drain
+    and control actions go on meanwhile), stores the month's outputs on a connection of its own, and
+    takes the lock only to store the quota plan."""
 
     config: Config
     wh: Warehouse
     shared: Shared
     name: str = "evaluate"
     interval: timedelta = timedelta(minutes=15)
+    lock: AbstractContextManager[object] = field(default_factory=threading.RLock)  # the service's write lock
+    locks_itself: ClassVar[bool] = True
 
     def run(self, now: datetime) -> JobResult:
-        if not self.shared.dirty:
-            return JobResult(detail="no new data")
-        months = months_to_evaluate(self.wh, now, self.config.timezone)
-        for month in months:
-            evaluate(self.wh, self.config, month)
-        self.shared.dirty = False
-        self.shared.alerts_due = bool(months)
+        with self.lock:
+            if not self.shared.dirty:
+                return JobResult(detail="no new data")
+            self.shared.dirty = False  # rows stored from now on call for the next evaluation
+        try:
+            months = self._evaluate(now)
+        except BaseException:
+            with self.lock:
+                self.shared.dirty = True  # evaluated again at the next turn
+            raise
         return JobResult(wrote=bool(months), detail=", ".join(str(m) for m in months))
+
+    def _evaluate(self, now: datetime) -> list[Month]:
+        with snapshot(self.wh, self.lock) as view:
+            months = months_to_evaluate(view, now, self.config.timezone)
+            assessed = [assess(view, self.config, month) for month in months]
+        with own_connection(self.wh, self.lock) as side:
+            for assessment in assessed:  # the month's outputs: tables only the evaluation writes, no lock held
+                side.store_month_outputs(assessment.outputs)
+        with self.lock:
+            for assessment in assessed:
+                store_plan(self.wh, assessment)
+            self.shared.alerts_due = bool(months)
+        return months
+
+
+@contextmanager
+def snapshot(wh: Warehouse, lock: AbstractContextManager[object]) -> Iterator[Warehouse]:
+    """A snapshot view of `wh` (Warehouse.snapshot_view), opened and closed under `lock` (both touch the
+    writer's connection), read without it."""
+    with _opened_under(wh.snapshot_view(), lock) as view:
+        yield view
+
+
+@contextmanager
+def own_connection(wh: Warehouse, lock: AbstractContextManager[object]) -> Iterator[Warehouse]:
+    """`wh` on a connection of its own (Warehouse.own_connection), opened and closed under `lock`."""
+    with _opened_under(wh.own_connection(), lock) as side:
+        yield side
+
+
+@contextmanager
+def _opened_under(
+    opening: AbstractContextManager[Warehouse], lock: AbstractContextManager[object]
+) -> Iterator[Warehouse]:
+    with lock:
+        opened = opening.__enter__()
+    try:
+        yield opened
+    finally:
+        with lock:
+            opening.__exit__(None, None, None)
 
 
 @dataclass
@@ -251,9 +275,15 @@ class WriteReview:
     written: list[Path] = field(default_factory=list)
     _last: datetime | None = None
     on_written: Callable[[list[Path]], None] | None = None
+    lock: AbstractContextManager[object] = field(default_factory=threading.RLock)  # the service's write lock
+    locks_itself: ClassVar[bool] = True
 
     def run(self, now: datetime) -> JobResult:
-        evaluated = self.wh.months()
+        with snapshot(self.wh, self.lock) as view:  # reads a snapshot, writes only files: no write lock held
+            return self._write(view, now)
+
+    def _write(self, view: Warehouse, now: datetime) -> JobResult:
+        evaluated = view.months()
         wanted: list[Month] = []
         scheduled = self.schedule.due(now, self._last)
         if scheduled is not None and scheduled in evaluated:
@@ -265,7 +295,7 @@ class WriteReview:
                 wanted.append(month)
         for month in wanted:
             paths = write_reviews(
-                self.wh,
+                view,
                 self.config,
                 month,
                 self.out_dir,

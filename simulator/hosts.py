@@ -10,6 +10,7 @@ only hosts that can qualify, and `reservation` remembers its answer until the ho
 from __future__ import annotations
 
 from bisect import bisect_left, insort
+from collections.abc import Iterable
 
 from simulator.fleet import GPUS_PER_NODE
 from simulator.jobs import Run
@@ -90,6 +91,19 @@ class Hosts:
     def soft_gpus(self, h: int, qos: frozenset[str]) -> int:
         soft = self.soft[h]
         return sum(soft.get(q, 0) for q in qos)
+
+    def reservations(self, hosts: Iterable[int], need: int, t: int) -> list[tuple[int, int, int]]:
+        """(when, have, host) of `reservation` for each host: the answers kept are read here directly,
+        since a pass that reserves asks this of every host of the partition."""
+        kept, versions = self._reservations, self._host_version
+        out = []
+        for h in hosts:
+            hit = kept.get((h, need))
+            if hit is not None and hit[0] == versions[h] and t < hit[1]:
+                out.append((t if hit[2] else hit[3], hit[4], h))
+            else:
+                out.append((*self.reservation(h, need, t), h))
+        return out
 
     def reservation(self, h: int, need: int, t: int) -> tuple[int, int]:
         """(when, GPUs free then) for `need` GPUs on host h, if every run there lasts to its limit.

@@ -69,6 +69,16 @@ def priority(run: Run, t: int) -> int:
     return base_priority(run.spec) + _age(t, run.submit_s)
 
 
+def _below_reserve(run: Run, t: int) -> bool:
+    """priority(run, t) < RESERVE_MIN_PRIORITY, with the age term computed only where it decides."""
+    base = base_priority(run.spec)
+    if base >= RESERVE_MIN_PRIORITY:
+        return False
+    if base + AGE_PRIORITY_MAX < RESERVE_MIN_PRIORITY:
+        return True
+    return base + _age(t, run.submit_s) < RESERVE_MIN_PRIORITY
+
+
 class PendingQueue:
     """Pending runs, able to give the first n in priority order without sorting them all.
 
@@ -361,7 +371,7 @@ class PassState:
                 s._start(run, t, slots)
                 continue
             run.reason = "Priority" if blocked else "Resources"
-            if (blocked and spec.nodelist is None) or priority(run, t) < RESERVE_MIN_PRIORITY:
+            if (blocked and spec.nodelist is None) or _below_reserve(run, t):
                 continue  # only the top blocked job reserves; low QOS never does (bf_min_prio_reserve)
             blocked = True
             self._reserve(spec)
@@ -483,7 +493,7 @@ class PassState:
         need = min(spec.gpus, GPUS_PER_NODE)
         ranked = heapq.nsmallest(
             max(1, spec.gpus // GPUS_PER_NODE),
-            ((*s.hosts.reservation(h, need, self.t), h) for h in self._allowed(spec) if h not in reserved),
+            s.hosts.reservations((h for h in self._allowed(spec) if h not in reserved), need, self.t),
         )
         if not ranked:
             return

@@ -168,6 +168,14 @@ def serve(fleet: LiveFleet, port: int = 0) -> ThreadingHTTPServer:
     return server
 
 
+def scrape_entry(targets_file: str, interval_s: float, *, name: str = "fleet", timeout_s: float = 5) -> str:
+    """The `[[service.scrape]]` config entry that scrapes a fleet served with its file_sd list in `targets_file`."""
+    return (
+        f'\n[[service.scrape]]\nname = "{name}"\nfile_sd = "{targets_file}"\n'
+        f'interval = "{interval_s:g}s"\ntimeout = "{timeout_s:g}s"\n'
+    )
+
+
 @contextmanager
 def serving(fleet: LiveFleet, targets_out: Path) -> Iterator[int]:
     """The fleet served on a free loopback port in a background thread, its file_sd list written to

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterator, Mapping, Sequence
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
@@ -36,6 +36,7 @@ class IngestResult:
     offered: dict[str, int]
     stored: dict[str, int]
     events: tuple[str, ...] = ()  # what the batch changed beyond its rows: GPU identity changes
+    replayed: bool = False  # a spool batch stored before (its id was recorded): nothing stored again
 
 
 def _naive_utc(moment: datetime) -> datetime:
@@ -56,6 +57,32 @@ class Warehouse:
         named queries, and import-linter keeps duckdb inside warehouse/."""
         return self._con
 
+    @contextmanager
+    def snapshot_view(self) -> Iterator[Warehouse]:
+        """A read-only view of the warehouse as committed now, on its own connection (a DuckDB cursor) in
+        one transaction: it reads a consistent snapshot (MVCC) while the writer goes on committing, and
+        needs no write lock. Open it under the writer's lock (creating the cursor touches this
+        connection); read from it in any one thread; its reads never see a later commit."""
+        cursor = self._con.cursor()
+        try:
+            run(cursor, "BEGIN TRANSACTION")
+            yield Warehouse(cursor, self.path, read_only=True)
+        finally:
+            with suppress(duckdb.Error):
+                run(cursor, "ROLLBACK")
+            cursor.close()
+
+    @contextmanager
+    def own_connection(self) -> Iterator[Warehouse]:
+        """This warehouse on a connection of its own (a DuckDB cursor): its transactions run beside the
+        writer's, under MVCC, so a long write to tables nobody else writes (a month's evaluated outputs)
+        need not hold the writer's lock. Open and close it under that lock; use it from one thread."""
+        cursor = self._con.cursor()
+        try:
+            yield Warehouse(cursor, self.path, read_only=self.read_only)
+        finally:
+            cursor.close()
+
     def query(self, sql: str, params: Sequence[Any] | None = None) -> pl.DataFrame:
         """Run one of this package's own SELECTs and return a polars frame."""
         frame: pl.DataFrame = self._con.sql(sql, params=list(params) if params else None).pl()
@@ -71,15 +98,17 @@ class Warehouse:
         *,
         file: FileSignature | None = None,
         unquarantine: tuple[str, str] | None = None,
+        spool_batch: SpoolBatchId | None = None,
     ) -> IngestResult:
         """Store one collected batch atomically and record the import run.
 
         A failure rolls the whole batch back (earlier batches stay) and is recorded as a failed run.
         With `file`, the file's signature is recorded in the same transaction (`imported_files`);
-        with `unquarantine` (path, sha256), that file's quarantine records are released in it too.
+        with `unquarantine` (path, sha256), that file's quarantine records are released in it too;
+        with `spool_batch`, its id (`spool_batches`): a batch whose id is recorded already stores nothing.
         """
         try:
-            return self._ingest(source, frames, problems, file=file, unquarantine=unquarantine)
+            return self._ingest(source, frames, problems, file=file, unquarantine=unquarantine, spool_batch=spool_batch)
         except (duckdb.ConstraintException, duckdb.ConversionException, duckdb.OutOfRangeException) as exc:
             raise InputError(source, f"the warehouse refused its rows, so none were stored: {exc}") from exc
 
@@ -91,6 +120,7 @@ class Warehouse:
         *,
         file: FileSignature | None,
         unquarantine: tuple[str, str] | None,
+        spool_batch: SpoolBatchId | None = None,
     ) -> IngestResult:
         started = datetime.now(UTC).replace(tzinfo=None)
         offered = {name: frame.height for name, frame in frames.items()}
@@ -99,6 +129,10 @@ class Warehouse:
         events: list[str] = []
         con = self._con
         with transaction(con):
+            if spool_batch is not None and run(
+                con, "SELECT 1 FROM spool_batches WHERE batch_id = ?", [spool_batch.batch_id]
+            ):
+                return IngestResult(source, offered, {}, replayed=True)
             for name, frame in frames.items():
                 if name not in INGEST_TABLES:
                     raise ValueError(f"{source}: unknown table {name!r} in batch")
@@ -117,6 +151,13 @@ class Warehouse:
                 _remember_file(con, file, "ok")
             if unquarantine is not None:
                 quarantine.release(con, *unquarantine)
+            if spool_batch is not None:
+                run(
+                    con,
+                    "INSERT INTO spool_batches (batch_id, source, collected_at, stored_at, rows_stored)"
+                    " VALUES (?, ?, ?, now()::TIMESTAMP, ?)",
+                    [spool_batch.batch_id, source, _naive_utc(spool_batch.collected_at), json.dumps(stored)],
+                )
         return IngestResult(source, offered, stored, tuple(events))
 
     def record_failed_import(
@@ -289,6 +330,14 @@ class Warehouse:
             "schema_version": current_version(self._con),
             "quarantine": quarantine.listing(self._con),
         }
+
+
+@dataclass(frozen=True)
+class SpoolBatchId:
+    """A batch of the service's collection spool: its id is stored with its rows, once."""
+
+    batch_id: str
+    collected_at: datetime
 
 
 @dataclass(frozen=True)

@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import shutil
 import threading
+import time
 import urllib.request
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import UTC, date, datetime, timedelta
 from pathlib import Path
@@ -15,6 +17,7 @@ from service.jobs import JobResult
 from service.serve import ServeSettings, Service
 from service.tasks import Shared
 from warehouse import Warehouse
+from warehouse.readmodel import ReadModel, load_read_model
 
 DAY = date(2026, 10, 2)
 START = datetime(2026, 10, 2, tzinfo=UTC)
@@ -111,6 +114,17 @@ def start_service(root: Path, staging: Path) -> ServedDay:
     thread = threading.Thread(target=service.run, name="service-under-test", daemon=True)
     thread.start()
     return ServedDay(service, clock, thread, day_done, root, feeder)
+
+
+def published(served: ServedDay, shows: Callable[[ReadModel], bool], timeout_s: float = 120) -> ReadModel:
+    """The first read model that `shows` what the test is waiting for. A control action's answer means
+    "recorded"; the writer publishes the read model at its next turn, a moment later (issue 22)."""
+    deadline = time.monotonic() + timeout_s  # a hang guard, not a speed limit
+    while True:
+        model = load_read_model(served.root / "readmodel")
+        if shows(model) or time.monotonic() > deadline:
+            return model
+        time.sleep(0.05)
 
 
 def stop_service(served: ServedDay) -> None:

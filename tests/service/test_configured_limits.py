@@ -74,7 +74,7 @@ def folder_import(config_path: str, folder: Path, tmp_path: Path, wh: Warehouse)
         ServeSettings(read_model=tmp_path / "read-model", import_dirs=(folder,), settle=timedelta(0)),
         clock=FakeClock(NOW),
     )
-    job = service._jobs(wh)[0]  # the jobs `run()` schedules
+    job = service._lanes(wh)["writer"][0]  # the jobs `run()` schedules
     assert isinstance(job, FolderImport)
     return job
 

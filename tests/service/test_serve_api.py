@@ -14,7 +14,7 @@ import polars as pl
 import pytest
 
 from service.api_tokens import Tokens, load_tokens, parse_tokens
-from tests.service.serve_helpers import ServedDay
+from tests.service.serve_helpers import ServedDay, published
 from warehouse.readmodel import load_read_model
 
 
@@ -57,7 +57,7 @@ def test_approving_a_plan_is_audited_and_published(served: ServedDay, caplog: py
                         {"reason": "capacity review 10-03", "override": "eval waits accepted"})
     assert status == 200, body
     assert body["actor"] == "alice"
-    model = load_read_model(served.root / "readmodel")
+    model = published(served, lambda m: m.plans().filter(plan_id=plan)["decision"][0] is not None)
     row = model.plans().filter(plan_id=plan).row(0, named=True)
     assert (row["decision"], row["decided_by"]) == ("approved", "alice")
     audit = model.control_actions().filter(target=plan).row(0, named=True)
@@ -74,7 +74,9 @@ def test_silence_and_acknowledge_an_alert(served: ServedDay) -> None:
                      token="bob-secret-token")
     assert status == 200
     assert post(served, f"/api/v1/alerts/{fingerprint}/acknowledge")[0] == 200
-    state = load_read_model(served.root / "readmodel").alert_states().filter(fingerprint=fingerprint).row(0, named=True)
+    model = published(served, lambda m: m.alert_states().filter(fingerprint=fingerprint)["acknowledged_by"].to_list()
+                      == ["alice"])
+    state = model.alert_states().filter(fingerprint=fingerprint).row(0, named=True)
     assert state["silenced_by"] == "bob"
     assert state["acknowledged_by"] == "alice"
     assert state["silenced_until"] is not None
@@ -93,7 +95,7 @@ def test_trigger_a_review(served: ServedDay) -> None:
         time.sleep(0.1)
     assert review.exists()
     assert post(served, "/api/v1/reviews", {"month": "October"})[0] == 400
-    audited = load_read_model(served.root / "readmodel").control_actions()
+    audited = published(served, lambda m: "2026-10" in m.control_actions()["target"].to_list()).control_actions()
     assert "2026-13" not in audited["target"].to_list()
     assert "2026-10" in audited["target"].to_list()
     status, metrics = served.get("/metrics")

@@ -12,7 +12,7 @@ from streamlit.testing.v1 import AppTest
 
 from dashboards.app import SCREENS
 from simulator import simulate
-from tests.service.serve_helpers import ServedDay, start_service, stop_service
+from tests.service.serve_helpers import ServedDay, published, start_service, stop_service
 from warehouse.readmodel import load_read_model
 
 HERE = Path(__file__).parent
@@ -58,7 +58,8 @@ def test_the_approve_button_approves_through_the_api(own_served: ServedDay) -> N
     assert not at.exception, [e.value for e in at.exception]
     assert at.success, [w.body for w in at.warning]
 
-    row = load_read_model(served.root / "readmodel").plans().filter(pl.col("plan_id") == plan_id).row(0, named=True)
+    model = published(served, lambda m: m.plans().filter(pl.col("plan_id") == plan_id)["decision"][0] is not None)
+    row = model.plans().filter(pl.col("plan_id") == plan_id).row(0, named=True)
     assert (row["decision"], row["decided_by"]) == ("approved", "bob")
     at.button(key="approve").click().run()  # a second decision is refused, and the page says so
     assert "409" in at.warning[0].body

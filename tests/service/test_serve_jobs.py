@@ -92,3 +92,33 @@ def test_a_permanent_error_alerts_and_keeps_the_interval() -> None:
 def test_backoff_is_capped() -> None:
     assert backoff(1, 30, timedelta(minutes=5)) == timedelta(seconds=30)
     assert backoff(20, 30, timedelta(minutes=5)) == timedelta(hours=1)
+
+
+@dataclass
+class Observed:
+    late: list[tuple[str, float]] = field(default_factory=list)
+
+    def job_started(self, name: str, late_s: float) -> None:
+        self.late.append((name, late_s))
+
+    def job_finished(self, name: str, result: JobResult | None, seconds: float, error: str | None) -> None:
+        pass
+
+
+def test_the_observer_is_told_how_late_each_run_began() -> None:
+    """A lane that oversleeps (a scrape waiting for something else) shows as lateness, the metric
+    gpusteward_job_start_lateness_seconds."""
+    clock = FakeClock(T0)
+    stop = threading.Event()
+    scrape = Scripted("collect:fleet", timedelta(seconds=30))
+    observed = Observed()
+
+    def oversleep(seconds: float) -> None:
+        clock.advance(timedelta(seconds=seconds + 5))
+        if clock.now() - T0 >= timedelta(minutes=5):
+            stop.set()
+
+    Scheduler([scrape], clock, stop, sleep=oversleep, observer=observed).run()
+    assert observed.late[0] == ("collect:fleet", 0.0)  # due at start
+    assert {late for _, late in observed.late[1:]} == {5.0}
+    assert len(observed.late) == len(scrape.ran) == 9

@@ -28,7 +28,7 @@ from gpusteward.clock import FakeClock
 from gpusteward.config import example_config_path, load_config
 from service.serve import Service, settings_from_config
 from simulator import simulate
-from simulator.serve import LiveFleet, serving
+from simulator.serve import LiveFleet, scrape_entry, serving
 from tests.alerts.server import Recorder, recording_server
 from tests.service.serve_helpers import Feeder
 from warehouse import open_warehouse
@@ -81,13 +81,8 @@ import_dirs = ["incoming"]
 import_interval = "5m"
 evaluate_interval = "{EVALUATE_EVERY.total_seconds():.0f}s"
 alerts_interval = "5m"
-
-[[service.scrape]]
-name = "fleet"
-file_sd = "targets.json"
-interval = "60s"
-timeout = "5s"
-""",
+"""
+            + scrape_entry("targets.json", 60),
             encoding="utf-8",
         )
         config = load_config(root / "gpusteward.toml")

@@ -20,11 +20,13 @@ from gpusteward.clock import FakeClock
 from gpusteward.config import load_config_text
 from gpusteward.config.service import SlurmQueueConfig
 from gpusteward.errors import TransientError
-from service.jobs import Scheduler
+from service.collection import DrainSpool, LiveCollect
+from service.jobs import Job, Scheduler
 from service.metrics import ServiceMetrics
 from service.serve import settings_from_config
 from service.slurm_queue import SlurmQueueSource, slurm_sources
-from service.tasks import LiveCollect, Shared
+from service.spool import Spool
+from service.tasks import Shared
 from warehouse import Warehouse, open_warehouse
 
 DATA = Path(__file__).parents[1] / "data" / "slurm-22.05-nested"
@@ -65,8 +67,13 @@ def _serve_for(source: SlurmQueueSource, wh: Warehouse, hours: float, interval: 
         if clock.now() - T0 >= timedelta(hours=hours):
             stop.set()
 
-    job = LiveCollect(source, interval, wh, Shared(), ServiceMetrics())
-    Scheduler([job], clock, stop, sleep=sleep).run()
+    metrics = ServiceMetrics()
+    spool = Spool(Path(wh.path).with_suffix(".spool"))
+    jobs: list[Job] = [
+        LiveCollect(source, interval, spool, metrics),
+        DrainSpool(spool, wh, Shared(), metrics, interval=interval),
+    ]
+    Scheduler(jobs, clock, stop, sleep=sleep).run()
 
 
 def test_pending_jobs_are_snapshotted_on_the_interval(wh: Warehouse) -> None:
