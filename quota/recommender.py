@@ -2,8 +2,9 @@
 
 Per cluster and team account (docs/quota.md has the grounding of each rule):
 1. Raise: only where the team's jobs waited on its own limit (quota.waits: AssocGrpGRES) in a queue
-   that missed a wait objective. A wait behind higher-priority QOS or on a full cluster is not
-   shortened by a bigger limit: it becomes advice (below), never a raise.
+   that missed a wait objective. A wait on a parent account's limit or a QOS's limit, behind
+   higher-priority QOS or on a full cluster is not shortened by a bigger limit on the account: it
+   becomes advice (below), never a raise.
 2. Fairness cut: only where the team held more than its entitlement of the cluster (sla.fairness)
    while other teams waited there, and only down to where the cut binds (below the team's peak, never
    below max(min_gpus, its entitled GPUs)).
@@ -16,8 +17,11 @@ Per cluster and team account (docs/quota.md has the grounding of each rule):
 5. Capacity: the sum of a cluster's limits never goes past max(guaranteed x quota.max_oversubscription,
    sum of current limits); on a cluster already past that a raise only reuses what the cuts on it freed.
 Steps are relative: |proposed - current| <= max_step x current (at least one GPU), whole GPUs.
-Unlimited (null) limits are left alone. Advice items (kind `advice`) carry the waits a quota cannot
-fix (priority, capacity, placement) with their evidence; they are never written to a scheduler.
+Unlimited (null) limits are left alone. Advice items (kind `advice`) carry the waits the account's own
+quota cannot fix, each cause its own advice with its evidence: a parent account's limit (advice on
+that parent's limit, naming it), a QOS's limit (advice on the QOS's limit, naming it), priority (QOS
+or guaranteed share, naming the holders), capacity (more GPUs), placement (job sizes and placement).
+They are never written to a scheduler.
 """
 
 from __future__ import annotations
@@ -330,37 +334,74 @@ class Recommender:
                 self.changes[(cluster, account)] = change
 
     def advice_for_waits(self) -> None:
-        """Starving queues whose wait a quota cannot shorten: advice with its evidence."""
+        """Starving queues whose wait the account's own quota cannot shorten: each cause its advice,
+        with its evidence."""
         waits = self.a.waits
         for queue in sorted(self.missed):
             mine = waits.filter(pl.col("queue") == queue)
             if mine.height == 0:
                 continue
-            by = {c: float((mine[f"{c}_s"] * mine["gpus"]).sum()) for c in ("limit", "priority", "capacity",
-                                                                          "placement")}
+            by = {c: float((mine[f"{c}_s"] * mine["gpus"]).sum()) for c in ("limit", *_ADVISED)}
             total = sum(by.values())
-            main = max(("priority", "capacity", "placement"), key=lambda c: by[c])
+            main = max(_ADVISED, key=lambda c: by[c])
             if total <= 0 or by[main] <= by["limit"]:
                 continue
-            holders = _holders(mine)
             cluster = str(mine["cluster"][0])
             team = str(mine.sort("wait_s", descending=True)["team"][0])
             change = Change(cluster, queue, team, "advice", None, None)
-            change.reasons.append(_m(f"quota.advice.{main}", queue=queue, cluster=cluster))
+            params: dict[str, str | Quantity] = {"queue": queue, "cluster": cluster}
+            held = _held_by(mine, main) if main in ("parent_limit", "qos_limit") else ""
+            if main == "parent_limit":
+                params["parent"] = held or "-"
+            elif main == "qos_limit":
+                params["qos"] = held or "-"
+            change.reasons.append(_m(f"quota.advice.{main}", **params))
             for r in self.missed[queue]:
                 change.evidence.append(_m("quota.evidence.missed", queue=queue, indicator=r["indicator"],
                                           value=_q(r["value"], "duration"), objective=_q(r["objective"], "duration")))
+            if held:
+                change.evidence.append(self.held_limit(cluster, main, held, mine))
             change.evidence.append(_m(f"quota.evidence.causes.{_source(mine)}", queue=queue,
-                                      limit=_q(by["limit"] / total, "percent"),
-                                      priority=_q(by["priority"] / total, "percent"),
-                                      capacity=_q(by["capacity"] / total, "percent"),
-                                      placement=_q(by["placement"] / total, "percent"),
-                                      holders=holders or "-"))
+                                      **{c: _q(by[c] / total, "percent") for c in ("limit", *_ADVISED)},
+                                      holders=_holders(mine) or "-"))
             self.advice.append(change)
+
+    def held_limit(self, cluster: str, cause: str, name: str, waits: pl.DataFrame) -> Message:
+        """The parent account's or QOS's limit that held the queue's jobs, and what they waited on it."""
+        model = self.a.models.get(cluster)
+        if cause == "parent_limit":
+            limit = self.a.limits.get((cluster, name))
+            if limit is None and model is not None:
+                limit = model.account_limits.get(name)  # a parent's limit from the account tree
+            sharing = sorted({str(a) for a in waits.filter((pl.col("limit_name") == name)
+                                                           & (pl.col("parent_limit_s") > 0))["account"].to_list()})
+            extra: dict[str, str | Quantity] = {"parent": name, "accounts": ", ".join(sharing) or "-"}
+        else:
+            limit = model.qos_limits.get(name) if model else None
+            extra = {"qos": name}
+        on = waits.filter(pl.col(f"{cause}_s") > 0)
+        return _m(f"quota.evidence.{cause}", cluster=cluster, limit=_q(limit, "gpus"), jobs=_q(on.height, "count"),
+                  gpu_hours=_q(float((on[f"{cause}_s"] * on["gpus"]).sum()) / 3600.0, "gpu_hours"), **extra)
 
     def items(self, plan_id: str) -> list[dict[str, Any]]:
         changes = [c for _k, c in sorted(self.changes.items())] + self.advice
         return [_item(plan_id, c) for c in changes]
+
+
+_ADVISED = ("parent_limit", "qos_limit", "priority", "capacity", "placement")
+"""The causes of a wait that the account's own limit cannot shorten, in quota.waits' order."""
+
+
+def _held_by(waits: pl.DataFrame, cause: str) -> str:
+    """The parent account or QOS whose limit held the most of the queue's GPU-time waited on that kind
+    of limit (quota.waits' `limit_name`, the limit that held each record longest); '' when none is named."""
+    name, qos, account = (pl.col(c).fill_null("") for c in ("limit_name", "qos", "account"))
+    mine = (name == qos) if cause == "qos_limit" else (name != qos) & (name != account)
+    named = waits.filter((pl.col(f"{cause}_s") > 0) & (name != "") & mine)
+    if named.is_empty():
+        return ""
+    by = named.group_by("limit_name").agg((pl.col(f"{cause}_s") * pl.col("gpus")).sum().alias("_w"))
+    return str(by.sort(["_w", "limit_name"], descending=[True, False])["limit_name"][0])
 
 
 def _holders(waits: pl.DataFrame, top: int = 3) -> str:

@@ -22,7 +22,7 @@ from collections.abc import Mapping
 import numpy as np
 import polars as pl
 
-from quota.replay_model import ClusterModel, ReplayJob, ReplayResult, run_replay
+from quota.replay_model import ClusterModel, JobColumns, ReplayArrays, ReplayResult, replay_columns
 from sla.ledger import expand_hostlist
 
 REPLAY_JOBS = pl.Schema(
@@ -123,40 +123,52 @@ def replay_jobs(
     return out.select([pl.col(n).cast(t) for n, t in REPLAY_JOBS.items()])
 
 
-def _jobs_of(frame: pl.DataFrame, model: ClusterModel) -> list[ReplayJob]:
+def _jobs_of(frame: pl.DataFrame, model: ClusterModel) -> JobColumns:
+    """The replay's jobs from REPLAY_JOBS head rows: a job spans at least the nodes its GPUs need; a time
+    limit unknown or not above the run time is the run time; a pinned record keeps its start and nodes."""
     largest = max(model.node_gpus, default=1) or 1
     cols = frame.select(
-        "gpus", "nodes", pl.coalesce("work_s", "run_s").alias("work"), "limit_s", "pinned", "observed_start_s",
-        "hosts", pl.col("account").fill_null(""), pl.col("qos").fill_null(""),
-        pl.col("qos_priority").fill_null(0), pl.col("priority").fill_null(0), "submit_s",
-    ).to_dict(as_series=False)
-    jobs = []
-    for gpus, nodes, work, limit, pinned, observed, hosts, account, qos, qos_priority, priority, submit in zip(
-            *cols.values(), strict=True):
-        least = -(-gpus // largest)
-        kept = bool(pinned) and observed is not None
-        jobs.append(ReplayJob(
-            submit=submit, work=work, limit=max(limit if limit is not None and limit > 0 else work, work), gpus=gpus,
-            nodes=max(1, least, min(gpus, nodes or least)), account=account, qos=qos,
-            order=(-float(qos_priority), -float(priority), submit),
-            pinned_start=observed if kept else None, pinned_hosts=tuple(expand_hostlist(hosts)) if kept else (),
-        ))
-    return jobs
+        pl.col("gpus"), pl.col("nodes").fill_null(0), pl.coalesce("work_s", "run_s").alias("work"),
+        pl.col("limit_s").fill_null(0.0), (pl.col("pinned").fill_null(False) & pl.col("observed_start_s").is_not_null())
+        .alias("kept"), pl.col("observed_start_s"), pl.col("hosts"), pl.col("account").fill_null(""),
+        pl.col("qos").fill_null(""), pl.col("qos_priority").fill_null(0), pl.col("priority").fill_null(0), "submit_s",
+    )
+    gpus = cols["gpus"].to_numpy().astype(np.int64)
+    work = cols["work"].to_numpy().astype(np.float64)
+    limit = cols["limit_s"].to_numpy().astype(np.float64)
+    least = -(-gpus // largest)
+    nodes = cols["nodes"].to_numpy().astype(np.int64)
+    kept = cols["kept"].to_numpy()
+    submit = cols["submit_s"].to_numpy().astype(np.float64)
+    hosts = cols["hosts"].to_list()
+    return JobColumns(
+        submit=submit, work=work, limit=np.maximum(np.where(limit > 0, limit, work), work), gpus=gpus,
+        nodes=np.maximum(np.maximum(1, least), np.minimum(gpus, np.where(nodes != 0, nodes, least))),
+        account=cols["account"].to_list(), qos=cols["qos"].to_list(),
+        order=np.stack([-cols["qos_priority"].to_numpy().astype(np.float64),
+                        -cols["priority"].to_numpy().astype(np.float64), submit], axis=1),
+        pinned_start=np.where(kept, cols["observed_start_s"].fill_null(0.0).to_numpy(), np.nan),
+        pinned_hosts={int(i): tuple(expand_hostlist(hosts[i])) for i in np.flatnonzero(kept)},
+    )
+
+
+def _replay_heads(jobs: pl.DataFrame, model: ClusterModel | int, limits: Mapping[str, int | None]) -> ReplayArrays:
+    chosen = model if isinstance(model, ClusterModel) else ClusterModel.pool(model)
+    return replay_columns(_jobs_of(jobs.filter(pl.col("head")), chosen), chosen, limits)
 
 
 def replay_segments(jobs: pl.DataFrame, model: ClusterModel | int, limits: Mapping[str, int | None]) -> ReplayResult:
     """The replay of one cluster's REPLAY_JOBS (job indices: among its head rows); an int model: a
     cluster of that many GPUs whose nodes are unknown."""
-    chosen = model if isinstance(model, ClusterModel) else ClusterModel.pool(model)
-    return run_replay(_jobs_of(jobs.filter(pl.col("head")), chosen), chosen, limits)
+    return _replay_heads(jobs, model, limits).result()
 
 
 def replay_cluster(jobs: pl.DataFrame, model: ClusterModel | int, limits: Mapping[str, int | None]) -> np.ndarray:
     """The first replayed start (seconds) of each head row of one cluster's REPLAY_JOBS; inf: never started."""
     heads = jobs.filter(pl.col("head"))
     start = np.full(heads.height, np.inf)
-    for i, _queued, began, _end in replay_segments(jobs, model, limits).segments:
-        start[i] = min(start[i], began)
+    replayed = _replay_heads(jobs, model, limits)
+    np.minimum.at(start, replayed.job, replayed.start)
     return start
 
 
@@ -168,13 +180,13 @@ def replay(jobs: pl.DataFrame, models: Mapping[str, ClusterModel], limits: Limit
         if mine.is_empty():
             continue
         mine_limits = {a: v for (c, a), v in limits.items() if c == cluster}
-        segments = replay_segments(mine, models[cluster], mine_limits).segments
-        if not segments:
+        replayed = _replay_heads(mine, models[cluster], mine_limits)
+        if not len(replayed.job):
             continue
-        index, queued, began, ended = (list(x) for x in zip(*segments, strict=True))
-        parts.append(mine.select("cluster", "job_id", "team", "queue", "gpus")[index].with_columns(
-            pl.Series("submit_s", queued, dtype=pl.Float64), pl.Series("start_s", began, dtype=pl.Float64),
-            pl.Series("end_s", ended, dtype=pl.Float64),
+        parts.append(mine.select("cluster", "job_id", "team", "queue", "gpus")[replayed.job].with_columns(
+            pl.Series("submit_s", replayed.queued, dtype=pl.Float64),
+            pl.Series("start_s", replayed.start, dtype=pl.Float64),
+            pl.Series("end_s", replayed.end, dtype=pl.Float64),
         ))
     if not parts:
         return pl.DataFrame(schema=SEGMENTS)

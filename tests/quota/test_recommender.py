@@ -12,7 +12,7 @@ from hypothesis import strategies as st
 
 from gpusteward.config import load_config_text
 from gpusteward.config.schema import Config
-from gpusteward.tables import QUOTA_SNAPSHOTS
+from gpusteward.tables import ACCOUNT_TREE, QUOTA_SNAPSHOTS
 from quota.analysis import MonthAnalysis, analyse, latest_quotas
 from quota.recommender import MIN_GAIN_S, recommend
 from reports.locale import Formatter
@@ -58,10 +58,15 @@ def _quotas(limits: dict[str, int | None]) -> pl.DataFrame:
                   for n, v in limits.items()], QUOTA_SNAPSHOTS)
 
 
-def _analysis(cfg: Config, jobs: list[dict[str, Any]], limits: dict[str, int | None]) -> MonthAnalysis:
+def _analysis(cfg: Config, jobs: list[dict[str, Any]], limits: dict[str, int | None],
+              qos: dict[str, int | None] | None = None, tree: pl.DataFrame | None = None) -> MonthAnalysis:
     month = inputs(jobs=jobs)
     window = window_of(month)
-    return analyse(classified_jobs(month, cfg), _quotas(limits), cfg, window.start, window.end)
+    quotas = _quotas(limits)
+    if qos:
+        quotas = pl.concat([quotas, frame([{"cluster": "east", "ts": T0, "kind": "qos", "name": n, "gpu_limit": v}
+                                           for n, v in qos.items()], QUOTA_SNAPSHOTS)])
+    return analyse(classified_jobs(month, cfg), quotas, cfg, window.start, window.end, tree=tree)
 
 
 def _keys(text: str) -> list[str]:
@@ -103,6 +108,62 @@ def test_a_wait_behind_higher_priority_qos_never_raises_the_quota() -> None:
     assert _keys(advice["reason"]) == ["quota.advice.priority"]
     evidence = render(advice["evidence"], Formatter("en"), "list")
     assert "100.0% behind higher-priority QOS (high/vision 100%)" in evidence
+
+
+def _tree(parent_limit: int) -> pl.DataFrame:
+    """nlp and vision under one parent account, `ai`, whose GrpTRES gres/gpu counts both."""
+    return frame([{"cluster": "east", "ts": T0, "account": a, "parent": p, "gpu_limit": v, "gpu_type_limits": None}
+                  for a, p, v in [("ai", None, parent_limit), ("nlp", "ai", 8), ("vision", "ai", 8)]], ACCOUNT_TREE)
+
+
+def _advice(plan: pl.DataFrame) -> dict[str, Any]:
+    rows = plan.filter(pl.col("kind") == "advice")
+    assert rows.height == 1, plan
+    return rows.row(0, named=True)
+
+
+def test_a_wait_on_the_parent_accounts_limit_is_advice_on_that_parent_never_a_raise_of_the_child() -> None:
+    # ai may run 4 GPUs over nlp and vision together; vision holds 3 for two hours, so nlp's 2-GPU job
+    # waits on ai's limit (AssocGrpGRES on the parent) though nlp's own limit of 8 has room.
+    jobs = [job(1, account="vision", submit=0, start=0, end=120, gpus=3),
+            job(2, submit=0, start=120, end=180, gpus=2)]
+    plan = recommend(_analysis(_config(), jobs, {"nlp": 8, "vision": 8}, tree=_tree(4)), _missed(), _config(), "p")
+    assert plan.filter(pl.col("kind") == "account").is_empty()  # no raise of nlp's own limit
+    advice = _advice(plan)
+    assert _keys(advice["reason"]) == ["quota.advice.parent_limit"]
+    en = Formatter("en")
+    assert "the limit of the parent account ai on east" in render(advice["reason"], en)
+    evidence = render(advice["evidence"], en, "list")
+    assert ("Parent account ai on east: limit 4 GPUs, shared by nlp; 1 jobs waited 4.0 GPU-hours on a parent account's"
+            " limit") in evidence
+    assert "0.0% on the account's own limit, 100.0% on a parent account's limit, 0.0% on QOS limits" in evidence
+    assert "父账户 ai 的上限" in render(advice["reason"], Formatter("zh"))
+
+
+def test_a_wait_on_a_qos_limit_is_advice_on_that_qos_never_a_raise_of_the_account() -> None:
+    # QOS low may run 2 GPUs (QOSGrpGRES); nlp's second low job waits an hour on it with 14 GPUs free.
+    jobs = [job(1, qos="low", submit=0, start=0, end=60, gpus=2),
+            job(2, qos="low", submit=0, start=60, end=120, gpus=1)]
+    plan = recommend(_analysis(_config(), jobs, {"nlp": 8, "vision": 8}, qos={"low": 2}), _missed(), _config(), "p")
+    assert plan.filter(pl.col("kind") == "account").is_empty()
+    advice = _advice(plan)
+    assert _keys(advice["reason"]) == ["quota.advice.qos_limit"]
+    assert "the GPU limit of QOS low on east" in render(advice["reason"], Formatter("en"))
+    evidence = render(advice["evidence"], Formatter("en"), "list")
+    assert "QOS low on east: GPU limit 2 GPUs; 1 jobs waited 1.0 GPU-hours on a QOS limit" in evidence
+    assert "QOS low 的 GPU 上限" in render(advice["reason"], Formatter("zh"))
+
+
+def test_a_per_user_qos_limit_only_the_pending_reason_names_is_qos_advice_too() -> None:
+    # No QOS limit in the snapshots, GPUs free, yet the job waited: sacct's last reason QOSMaxGRESPerUser
+    # says a per-user QOS limit held it. The advice names the QOS; its limit is not known.
+    jobs = [job(1, qos="low", submit=0, start=60, end=120, gpus=1, reason="QOSMaxGRESPerUser")]
+    plan = recommend(_analysis(_config(), jobs, {"nlp": 8, "vision": 8}), _missed(), _config(), "p")
+    advice = _advice(plan)
+    assert _keys(advice["reason"]) == ["quota.advice.qos_limit"]
+    evidence = render(advice["evidence"], Formatter("en"), "list")
+    assert "QOS low on east: GPU limit " in evidence
+    assert "1 jobs waited 1.0 GPU-hours on a QOS limit" in evidence
 
 
 def test_a_limit_that_never_bound_is_right_sized_never_cut_as_if_it_freed_gpus() -> None:
