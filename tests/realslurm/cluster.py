@@ -17,7 +17,7 @@ import socket
 import subprocess
 import time
 from dataclasses import dataclass, field
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 CLUSTER = "stewtest"
@@ -117,6 +117,11 @@ class SlurmCluster:
     # UTC, naive as sacct's window arguments: every job of the session was submitted after it
     started_at: datetime = datetime.min
     _deadline: float = float("inf")
+
+    def window(self) -> tuple[datetime, datetime]:
+        """sacct's window for the session's jobs: from the cluster's start (not from now: under load a test
+        may run long after the jobs) to a little past now."""
+        return self.started_at - timedelta(minutes=5), datetime.now(UTC).replace(tzinfo=None) + timedelta(minutes=5)
 
     @property
     def conf(self) -> Path:

@@ -6,7 +6,7 @@ the CLI and slurmrestd, pending snapshots)."""
 from __future__ import annotations
 
 from collections.abc import Iterator
-from datetime import UTC, datetime, timedelta
+from datetime import UTC, datetime
 from pathlib import Path
 
 import polars as pl
@@ -27,11 +27,6 @@ from warehouse import open_warehouse
 CLUSTER = NESTED.cluster
 
 
-def window(cluster: SlurmCluster) -> tuple[datetime, datetime]:
-    """From the cluster's start (not from now: under load a test may run long after the session's jobs)."""
-    return cluster.started_at - timedelta(minutes=5), datetime.now(UTC).replace(tzinfo=None) + timedelta(minutes=5)
-
-
 @pytest.fixture
 def rest(nested_slurm: SlurmCluster) -> Iterator[SlurmRest]:
     client = SlurmRest(socket=nested_slurm.rest_socket)
@@ -41,7 +36,7 @@ def rest(nested_slurm: SlurmCluster) -> Iterator[SlurmRest]:
 
 def _live_jobs(slurm: SlurmCluster, nested: NestedScenario) -> pl.DataFrame:
     client = SlurmClient(CLUSTER, cli=SlurmCli(env=slurm.env))
-    batch = client.jobs(*window(slurm))
+    batch = client.jobs(*slurm.window())
     assert batch.problems == []
     assert nested.ids
     return batch.frames["jobs"]
@@ -92,7 +87,7 @@ def test_cancelled_while_pending_is_no_month_long_breach(nested_slurm: SlurmClus
 
 
 def test_rest_collection_matches_cli(nested_slurm: SlurmCluster, nested: NestedScenario, rest: SlurmRest) -> None:
-    start, end = window(nested_slurm)
+    start, end = nested_slurm.window()
     cli = SlurmCli(env=nested_slurm.env)
     by_cli = SlurmClient(CLUSTER, cli=cli).jobs(start, end).frames["jobs"]
     by_rest = SlurmClient(CLUSTER, rest=rest, cli=cli).jobs(start, end).frames["jobs"]
@@ -133,7 +128,7 @@ def layout(
 def test_file_dumps_import_as_live_collection(layout: tuple[SlurmCluster, str], tmp_path: Path) -> None:
     """`sacct --json` and `sacct -P` dumps give what the live collector gives, exit codes included."""
     slurm, cluster = layout
-    start, end = window(slurm)
+    start, end = slurm.window()
     span = ["-S", start.strftime("%Y-%m-%dT%H:%M:%S"), "-E", end.strftime("%Y-%m-%dT%H:%M:%S")]
     (tmp_path / "sacct.json").write_text(slurm.run("sacct", "-a", "-D", "-X", "--json", *span))
     (tmp_path / "sacct.txt").write_text(slurm.run("sacct", "-a", "-D", "-X", "-P", "-o", SACCT_P_FORMAT, *span))

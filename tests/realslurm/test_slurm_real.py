@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Iterator
-from datetime import UTC, datetime, timedelta
+from datetime import datetime, timedelta
 from pathlib import Path
 from typing import Any
 
@@ -25,11 +25,6 @@ from tests.realslurm.cluster import CLUSTER, SlurmCluster
 from tests.realslurm.scenario import Scenario
 from warehouse import Warehouse, open_warehouse
 from warehouse.watermarks import get_watermark
-
-
-def window(cluster: SlurmCluster) -> tuple[datetime, datetime]:
-    """From the cluster's start (not from now: under load a test may run long after the session's jobs)."""
-    return cluster.started_at - timedelta(minutes=5), datetime.now(UTC).replace(tzinfo=None) + timedelta(minutes=5)
 
 
 @pytest.fixture
@@ -80,7 +75,7 @@ def test_scenario_states(scenario: Scenario) -> None:
 
 def test_cli_collection_into_warehouse(slurm: SlurmCluster, scenario: Scenario, cli: SlurmCli, wh: Warehouse) -> None:
     client = SlurmClient(CLUSTER, cli=cli)
-    start, end = window(slurm)
+    start, end = slurm.window()
     batch = client.jobs(start, end)
     assert batch.problems == []
     result = wh.ingest(batch.source, batch.frames)
@@ -123,7 +118,7 @@ def test_incremental_window_keeps_requeue_history(scenario: Scenario, cli: Slurm
 
 
 def test_rest_collection_matches_cli(slurm: SlurmCluster, scenario: Scenario, cli: SlurmCli, rest: SlurmRest) -> None:
-    start, end = window(slurm)
+    start, end = slurm.window()
     by_cli = SlurmClient(CLUSTER, cli=cli).jobs(start, end).frames["jobs"]
     by_rest = SlurmClient(CLUSTER, rest=rest, cli=cli).jobs(start, end).frames["jobs"]
     key = ["job_id", "submit_time", "state", "gpus_allocated", "exit_code"]
@@ -204,7 +199,7 @@ def test_jwt_auth_and_refusals(slurm: SlurmCluster, scenario: Scenario, wh: Ware
     url = f"http://127.0.0.1:{slurm.jwt_port}"
     good = SlurmRest(base_url=url, user="root", token=slurm.token())
     client = SlurmClient(CLUSTER, rest=good)
-    start, end = window(slurm)
+    start, end = slurm.window()
     batch = client.jobs(start, end)
     wh.ingest(batch.source, batch.frames)
     stored = wh.counts()
@@ -225,7 +220,7 @@ def test_jwt_auth_and_refusals(slurm: SlurmCluster, scenario: Scenario, wh: Ware
 
 
 def test_sacct_missing_or_garbled(tmp_path: Path, slurm: SlurmCluster, wh: Warehouse) -> None:
-    start, end = window(slurm)
+    start, end = slurm.window()
     with pytest.raises(PermanentError, match=r"^sacct: not found on PATH .*slurm-client"):
         SlurmClient(CLUSTER, cli=SlurmCli(path=str(tmp_path), env=slurm.env)).jobs(start, end)
     fake = tmp_path / "sacct"
