@@ -4,6 +4,9 @@
                                        [--groups-header NAME] [--team-header NAME]
     streamlit run dashboards/app.py -- --db FILE --config FILE          (no service running: read-only file)
 
+`--now 2026-10-03T12:00:00+00:00` shows the data's age as of that moment instead of the wall clock, so two
+renderings of the same read model are identical (the browser test's reference screenshots, the docs' images).
+
 Reads the read model the service publishes (Parquet, no lock on the live warehouse); nobody types
 SQL here. The control actions (approve a plan, silence an alert) go through the service's API with
 the token in $GPUSTEWARD_DASHBOARD_TOKEN (or --api-token-env), on behalf of the viewer the sign-in
@@ -62,6 +65,9 @@ def parse_args(argv: Sequence[str]) -> argparse.Namespace:
     source.add_argument("--db", help="the warehouse's DuckDB file, opened read-only (only when no service writes it)")
     parser.add_argument("--config", default=None, help="the gpusteward.toml config (team names, pool size)")
     parser.add_argument("--month", default=None, type=Month.parse, help="month to open first, YYYY-MM")
+    parser.add_argument("--now", default=None, type=_moment,
+                        help="show the data's age as of this ISO 8601 moment with its zone instead of the wall clock "
+                             "(reproducible screenshots and tests)")
     parser.add_argument("--api", default=None, help="the service's URL for control actions, e.g. http://127.0.0.1:9464")
     parser.add_argument("--api-token-env", default="GPUSTEWARD_DASHBOARD_TOKEN",
                         help="environment variable holding the control API token (never shown)")
@@ -74,6 +80,13 @@ def parse_args(argv: Sequence[str]) -> argparse.Namespace:
     parser.add_argument("--groups-header", default=None,
                         help="the proxy's header with the viewer's groups, forwarded with --user-header")
     return parser.parse_args(list(argv))
+
+
+def _moment(text: str) -> datetime:
+    moment = datetime.fromisoformat(text)
+    if moment.tzinfo is None:
+        raise argparse.ArgumentTypeError(f"--now {text!r} has no time zone; write it like 2026-10-03T12:00:00+00:00")
+    return moment
 
 
 def current_view() -> View:
@@ -201,7 +214,7 @@ def main(argv: Sequence[str] | None = None) -> None:
 
     run_app(open_model, config, first_month=args.month, api_url=args.api,
             api_token=os.environ.get(args.api_token_env) or None, team_header=args.team_header,
-            user_header=args.user_header, groups_header=args.groups_header)
+            user_header=args.user_header, groups_header=args.groups_header, now=args.now)
 
 
 if __name__ == "__main__":

@@ -198,7 +198,8 @@ def episodes_table(data: OverviewData, tx: Texts) -> pl.DataFrame | None:
     if episodes is None or episodes.is_empty():
         return None
     fmt = tx.fmt
-    rows = episodes.sort("start", nulls_last=True).to_dicts()
+    # Ties broken by line and subject: episodes starting in the same minute keep one order on every run.
+    rows = episodes.sort(["start", "line", "subject"], nulls_last=True).to_dicts()
     return pl.DataFrame({
         tx("col.line"): [fmt.term("line", r["line"]) for r in rows],
         tx("col.subject"): [str(r["subject"]) for r in rows],

@@ -153,7 +153,8 @@ def idle_teams(view: View) -> pl.DataFrame | None:
     g = (
         idle.group_by("team")
         .agg(pl.col(c).sum() for c in ("busy_minutes", "idle_minutes", "idle_held_minutes", "no_data_minutes"))
-        .sort("idle_held_minutes", descending=True)
+        # Ties (teams holding no idle GPU) in the teams' order, not group_by's, which changes from run to run.
+        .sort(["idle_held_minutes", "idle_minutes", "team"], descending=[True, True, False])
     )
     return pl.DataFrame({
         tx("col.team"): [view.team_name(t) for t in g["team"].to_list()],
@@ -219,7 +220,8 @@ def alerts_table(view: View) -> pl.DataFrame | None:
     tx = view.tx
     latest = alerts.sort("recorded_at").group_by("fingerprint", maintain_order=True).last()
     states = view.model.alert_states()
-    joined = latest.join(states, on="fingerprint", how="left").sort("starts_at", descending=True)
+    joined = latest.join(states, on="fingerprint", how="left").sort(["starts_at", "fingerprint"],
+                                                                    descending=[True, False])
     rows = joined.to_dicts()
     return pl.DataFrame({
         tx("col.status"): [tx(f"alert.status.{r['status']}") for r in rows],

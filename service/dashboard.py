@@ -38,13 +38,21 @@ def start_dashboard(
     source = ["--read-model", read_model] if read_model else ["--db", str(db_path)]
     api = ["--api", api_url] if api_url else []
     app = Path(str(resources.files("dashboards").joinpath("app.py")))
+    return start_streamlit(app, [*source, "--config", config_path, *api, *app_args], port=port)
+
+
+def start_streamlit(
+    script: Path, script_args: Sequence[str] = (), *, port: int | None = None
+) -> tuple[subprocess.Popen[bytes], str]:
+    """`streamlit run script -- script_args` bound to 127.0.0.1, headless, without telemetry or file
+    watching; return the process once it listens, and its URL."""
     port = port or free_port()
     command = [
         sys.executable,
         "-m",
         "streamlit",
         "run",
-        str(app),
+        str(script),
         "--server.address",
         "127.0.0.1",
         "--server.port",
@@ -60,11 +68,7 @@ def start_dashboard(
         "--client.toolbarMode",
         "minimal",
         "--",
-        *source,
-        "--config",
-        config_path,
-        *api,
-        *app_args,
+        *script_args,
     ]
     # Streamlit's log goes to a file, not a pipe: a pipe nobody reads fills up and then blocks the server.
     with tempfile.TemporaryFile() as log:

@@ -52,20 +52,22 @@ class Assessment:
     plan: Plan
 
 
-def evaluate(wh: Warehouse, config: Config, month: Month, *, proposed_by: str = SERVICE_ACTOR) -> MonthOutputs:
+def evaluate(wh: Warehouse, config: Config, month: Month, *, proposed_by: str = SERVICE_ACTOR,
+             now: datetime | None = None) -> MonthOutputs:
     """Evaluate the month (its days in the pool's time zone), plan quota changes, and store both;
     return the month's outputs. The stored plan lists everyone who proposed it (the same changes
-    proposed again keep the earlier proposers): with separation of duties none of them may approve it."""
-    return store_assessment(wh, assess(wh, config, month), proposed_by=proposed_by)
+    proposed again keep the earlier proposers): with separation of duties none of them may approve it.
+    `now`: the plan's creation time (default: the wall clock)."""
+    return store_assessment(wh, assess(wh, config, month, now=now), proposed_by=proposed_by)
 
 
-def assess(wh: Warehouse, config: Config, month: Month) -> Assessment:
+def assess(wh: Warehouse, config: Config, month: Month, *, now: datetime | None = None) -> Assessment:
     """Evaluate the month and plan quota changes from `wh` (a snapshot view will do: it only reads)."""
     month = month.in_zone(config.timezone)
     inputs = wh.evaluation_inputs(month, idle=config.idle)
     outputs = evaluate_month(inputs, config)
     pending, tree, usage = wh.slurm_queue(month)
-    plan = _plan(outputs, inputs, config, pending, tree)
+    plan = _plan(outputs, inputs, config, pending, tree, now=now)
     accounts = account_rollup(pending, tree, usage)
     outputs = dataclasses.replace(outputs, plan_items=plan.to_frame(), accounts=accounts,
                                   plan_replay=plan_replay_frame(plan.replay),
@@ -94,7 +96,7 @@ def store_plan(wh: Warehouse, assessment: Assessment, *, proposed_by: str = SERV
 
 
 def _plan(outputs: MonthOutputs, inputs: EvaluationInputs, config: Config, pending: pl.DataFrame,
-          tree: pl.DataFrame | None = None) -> Plan:
+          tree: pl.DataFrame | None = None, *, now: datetime | None = None) -> Plan:
     # A plan's id is derived from the changes it proposes, so re-running on the same data gives the
     # same plan instead of a pile of copies (and float noise in the inputs cannot change it).
     window = window_of(inputs)
@@ -114,7 +116,8 @@ def _plan(outputs: MonthOutputs, inputs: EvaluationInputs, config: Config, pendi
     digest = hashlib.sha256(f"{outputs.month}\n{changes.write_csv()}".encode()).hexdigest()[:10]
     plan_id = f"{outputs.month}-{digest}"
     items = draft.with_columns(pl.lit(plan_id).alias("plan_id"))
-    return Plan.from_frame(plan_id, str(outputs.month), datetime.now(UTC), items, replay=replay, protected=protected)
+    created = now or datetime.now(UTC)
+    return Plan.from_frame(plan_id, str(outputs.month), created, items, replay=replay, protected=protected)
 
 
 @dataclass(frozen=True)

@@ -10,8 +10,8 @@ from typing import Any
 from dashboards.texts import Texts
 from gpusteward.config import load_config
 from gpusteward.domain import Month
+from tests.browser.browsing import TIMEOUT_MS, no_errors, rendered
 from tests.browser.conftest import Dashboard
-from tests.browser.test_pages import TIMEOUT_MS, _no_errors, _rendered
 from tests.service.dashboard_process import shadowing_folder, start_cli_dashboard
 
 
@@ -31,8 +31,8 @@ def test_the_dashboard_runs_from_a_folder_that_shadows_its_packages(
         tx = Texts("en")
         expect(page.get_by_role("heading", name=tx("page.title", month=tx.fmt.month(Month(2026, 10)))).first
                ).to_be_visible(timeout=TIMEOUT_MS)
-        _rendered(page)
-        _no_errors(page, "overview from the demo's output folder")
+        rendered(page)
+        no_errors(page, "overview from the demo's output folder")
     finally:
         context.close()
         process.send_signal(signal.SIGINT)

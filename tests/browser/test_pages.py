@@ -1,72 +1,55 @@
-"""Every page in both languages, in headless Chromium: no Streamlit error element, the figures it
-shows equal the warehouse's (tests/browser/figures.py), a screenshot each."""
+"""Every dashboard page in both languages, in headless Chromium at 1,400 px: no Streamlit error element,
+the figures it shows equal the warehouse's (tests/browser/figures.py), and its screenshot matches the
+reference image (tests/browser/shots.py). The pages come from dashboards.app.PAGES, so a page added
+there is visited too (and fails until it has a figure check and a reference).
+
+One tab per language, reused from page to page as a reader would click through the sidebar."""
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from typing import Any
 
 import pytest
 
 from dashboards.app import PAGES
 from dashboards.texts import Texts
-from reports.locale import Lang
-from tests.browser.conftest import Dashboard, keep_copy
-from tests.browser.figures import CHECKS
+from reports.locale import LANGS, Lang
+from tests.browser.browsing import READY, TIMEOUT_MS, Tabs, go_to, no_errors, rendered
+from tests.browser.conftest import Dashboard
+from tests.browser.figures import Visit, visits_for
+from tests.browser.shots import assert_like_reference, capture, keep_copy
 
-READY = ('[data-testid="stApp"][data-test-script-state="notRunning"]'
-         '[data-test-connection-state="CONNECTED"]')
-ERRORS = '[data-testid="stException"], [data-testid="stAlertContentError"]'
-TIMEOUT_MS = 30_000
-TITLE_KEYS = {"overview": "page.title", "idle": "idle_page.title"}
+__all__ = ["READY", "TIMEOUT_MS", "_no_errors", "_rendered"]  # the names other browser tests import from here
+_rendered = rendered
+_no_errors = no_errors
 
-
-def _rendered(page: Any) -> None:
-    from playwright.sync_api import expect
-
-    page.wait_for_selector(READY, timeout=TIMEOUT_MS)
-    expect(page.get_by_test_id("stStatusWidget")).to_have_count(0, timeout=TIMEOUT_MS)
-    expect(page.locator('[data-testid="stSkeleton"], [data-testid="stAppSkeleton"]')).to_have_count(
-        0, timeout=TIMEOUT_MS)
-    for chart in page.get_by_test_id("stVegaLiteChart").all():
-        chart.locator("canvas, svg").first.wait_for(state="visible", timeout=TIMEOUT_MS)
-    page.evaluate("document.fonts.ready")
+CASES = [(lang, visit) for lang in LANGS for visit in visits_for(PAGES)]
 
 
-def _no_errors(page: Any, where: str) -> None:
-    errors = page.locator(ERRORS)
-    assert errors.count() == 0, (where, [e.inner_text()[:500] for e in errors.all()])
-
-
-@pytest.mark.parametrize("lang", ["en", "zh"])
-def test_every_page_renders_without_errors(browser: Any, dashboard: Dashboard, lang: Lang) -> None:
-    from playwright.sync_api import expect
-
-    context = browser.new_context(viewport={"width": 1400, "height": 1000}, locale="zh-CN" if lang == "zh" else "en")
-    page = context.new_page()
+@pytest.fixture(scope="module")
+def tabs(browser: Any, dashboard: Dashboard) -> Iterator[Tabs]:
+    opened = Tabs(browser, dashboard.url)
     try:
-        page.goto(dashboard.url + "/", wait_until="domcontentloaded")
-        _rendered(page)
-        tx = Texts(lang)
-        if lang == "zh":
-            page.get_by_test_id("stSidebar").get_by_text("中文").click()
-        checked: dict[str, int] = {}
-        for name in PAGES:
-            title = tx(TITLE_KEYS.get(name, f"{name}.title"), month=tx.fmt.month(_month()))
-            page.get_by_test_id("stSidebarNavLink").filter(has_text=tx(f"nav.{name}")).first.click()
-            expect(page.get_by_role("heading", name=title).first).to_be_visible(timeout=TIMEOUT_MS)
-            _rendered(page)
-            _no_errors(page, f"{lang}/{name}")
-            checked[name] = CHECKS[name](page, dashboard.month, tx)
-            shot = dashboard.shots / f"{name}.{lang}.png"
-            page.screenshot(path=shot, full_page=True)
-            keep_copy(shot)
-        # Every page with data showed figures that were checked; preemption has none in these two days.
-        assert [n for n, count in checked.items() if count == 0] == ["preemption"], checked
+        yield opened
     finally:
-        context.close()
+        opened.close()
 
 
-def _month() -> Any:
-    from gpusteward.domain import Month
-
-    return Month(2026, 10)
+@pytest.mark.parametrize(("lang", "visit"), CASES, ids=[f"{lang}-{visit.name}" for lang, visit in CASES])
+def test_page_shows_the_warehouses_figures_and_matches_its_reference(
+    tabs: Tabs, dashboard: Dashboard, lang: Lang, visit: Visit
+) -> None:
+    assert visit.registered, (f"the dashboard page {visit.page!r} has no figure check: add a Visit for it "
+                              "(tests/browser/figures.py says how)")
+    page = tabs.page(lang)
+    where = f"{lang}/{visit.name}"
+    tx = Texts(lang, dashboard.month.config.timezone)
+    go_to(page, dashboard.url, visit, lang, dashboard.month)
+    no_errors(page, where)
+    shot = capture(page, dashboard.shots / f"{visit.name}.{lang}.png")
+    keep_copy(shot)
+    checked = visit.check(page, dashboard.month, tx)
+    if visit.figures_expected:
+        assert checked > 0, f"{where}: no figure was compared with the warehouse"
+    assert_like_reference(shot)

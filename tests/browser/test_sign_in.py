@@ -16,8 +16,8 @@ from gpusteward.config.service import ProxyIdentityConfig
 from service.api_identity import ProxyIdentity
 from service.api_tokens import TokenEntry, Tokens, digest
 from service.dashboard import start_dashboard
+from tests.browser.browsing import READY, TIMEOUT_MS, rendered
 from tests.browser.conftest import Dashboard, stop_dashboard
-from tests.browser.test_pages import READY, TIMEOUT_MS, _rendered
 from tests.service.api_rig import served_api
 
 USER = "X-Forwarded-User"
@@ -70,11 +70,11 @@ def test_the_viewer_signed_in_at_the_proxy_approves_as_themselves(browser: Any, 
         with _page(browser, url, {}) as anonymous:
             _refused(anonymous, USER)
         with _page(browser, url, {USER: "alice"}) as page:
-            _rendered(page)
+            rendered(page)
             expect(page.get_by_test_id("stSidebar").get_by_text("Signed in as alice.")).to_be_visible(
                 timeout=TIMEOUT_MS)
             page.get_by_test_id("stSidebarNavLink").filter(has_text=tx("nav.plans")).first.click()
-            _rendered(page)
+            rendered(page)
             page.get_by_role("button", name=tx("plans.approve")).click()
             page.wait_for_selector('[data-testid="stAlertContentSuccess"], [data-testid="stAlertContentWarning"]',
                                    timeout=TIMEOUT_MS)
@@ -91,7 +91,7 @@ def test_a_team_view_without_the_team_header_is_refused(browser: Any, dashboard:
         with _page(browser, url, {}) as anonymous:
             _refused(anonymous, TEAM)
         with _page(browser, url, {TEAM: "nlp"}) as page:
-            _rendered(page)
+            rendered(page)
             expect(page.get_by_test_id("stSidebar").get_by_text("Showing team", exact=False).first).to_be_visible(
                 timeout=TIMEOUT_MS)
             assert page.locator(REFUSED).count() == 0
