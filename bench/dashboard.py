@@ -1,0 +1,238 @@
+"""Dashboard pages loading in a real browser: `python -m bench dashboard --json`.
+
+Debian's chromium, driven by Playwright (tests/browser/browsing.py), opens every dashboard page
+(`dashboards.app.PAGES`, as tests/browser/figures.py visits them) at 1,400 px, over the read model a
+month was published to, as `gpusteward serve` publishes it, the dashboard's clock fixed
+(tests/browser/fleet.py). Per page, in English:
+
+- `open`: a new tab goes to the page's address (a new Streamlit session: the page's HTML and
+  scripts, the websocket, the script run) until the page's figures are drawn: the heading shown,
+  the script run over, no skeleton left, every chart drawn, every grid in view built;
+- `switch`: the same, from the previous page of the same session through the sidebar link, which
+  is how a reader moves between pages;
+- `first_open_s`: the very first `open` after the server started (the read model loaded from disk
+  into the server's cache, which every later session shares).
+
+Baseline, timed in the same rounds: the `open` of a Streamlit app whose page is one title, served
+the same way: what Streamlit and the browser cost with no data at all. `open_over_baseline` is the
+page's median over the baseline's.
+
+Months:
+- `demo`: the demo fleet (8 nodes, 64 GPUs, seed 7) simulated for October 2026's 31 days, imported,
+  evaluated and published (a few minutes);
+- `gpus1000`: bench/_synthetic_month.py's 1,000 GPUs x 31 days (44.6M GPU-minutes; GPU telemetry
+  only, no job records, so job and queue tables stay empty), evaluated and published. Its warehouse
+  is copied from $GPUSTEWARD_BENCH_DASHBOARD_MONTH when set (a kept `month-1000x31.duckdb` of
+  `bench service`; the file itself is never opened for writing), else written here (minutes).
+$GPUSTEWARD_BENCH_DASHBOARD_KEEP=DIR keeps the published months there and reuses them next time.
+
+Goals (issue 23): every page within 2 s on the demo month and within 5 s on the 1,000-GPU month
+(the median `open`, the slower of the two ways in). `--quick` (in `bench all --quick`, so the bench
+does not rot): the demo fleet's 2 nodes for one day, the first two pages, one round, no 1,000-GPU month.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import statistics
+import tempfile
+import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+from urllib.parse import urlencode
+
+from bench._synthetic_month import write_month
+from bench.harness import Timing
+
+KEEP = "GPUSTEWARD_BENCH_DASHBOARD_KEEP"
+MONTH_DB = "GPUSTEWARD_BENCH_DASHBOARD_MONTH"
+GOALS_S = {"demo": 2.0, "gpus1000": 5.0}
+BASELINE_APP = 'import streamlit as st\n\nst.title("Baseline")\n'
+BIG_GPUS = 1000
+DAYS = 31
+
+
+@dataclass(frozen=True)
+class Size:
+    demo_days: int
+    demo_nodes: int
+    big_month: bool
+    rounds: int
+    pages: int | None = None  # the first N pages only
+
+
+FULL = Size(demo_days=DAYS, demo_nodes=8, big_month=True, rounds=5)
+QUICK = Size(demo_days=1, demo_nodes=2, big_month=False, rounds=1, pages=2)
+
+
+def _timing(samples: list[float]) -> Timing:
+    return Timing(statistics.median(samples), min(samples), max(samples), len(samples))
+
+
+def _rounded(timing: Timing) -> dict[str, float | int]:
+    return {k: round(v, 3) if isinstance(v, float) else v for k, v in timing.as_dict().items()}
+
+
+def _flat(what: str, samples: list[float]) -> dict[str, float]:
+    """`{what}_median_s`, `_min_s`, `_max_s`: side by side in one page's row."""
+    timing = _timing(samples)
+    return {f"{what}_median_s": round(timing.median_s, 3), f"{what}_min_s": round(timing.min_s, 3),
+            f"{what}_max_s": round(timing.max_s, 3)}
+
+
+def _kept(name: str) -> Path | None:
+    keep = os.environ.get(KEEP)
+    return Path(keep) / name if keep else None
+
+
+def _demo(scratch: Path, size: Size) -> Any:
+    from tests.browser.fleet import end_of, reopened, simulated_month
+
+    name = f"demo-{size.demo_days}x{size.demo_nodes}"
+    kept = _kept(name)
+    if kept is not None and (kept / "readmodel").is_dir():
+        return reopened(kept, end_of(size.demo_days))
+    if kept is not None:
+        shutil.rmtree(kept, ignore_errors=True)
+    return simulated_month(kept or scratch / name, days=size.demo_days, nodes=size.demo_nodes)
+
+
+def _big(scratch: Path) -> Any:
+    """The 1,000-GPU month, evaluated and published (see the module's docstring)."""
+    from gpusteward.config import example_config_path, load_config
+    from tests.browser.fleet import MONTH, end_of, evaluated, reopened
+    from warehouse import open_warehouse
+
+    kept = _kept("gpus1000")
+    if kept is not None and (kept / "readmodel").is_dir():
+        return reopened(kept, end_of(DAYS))
+    root = kept or scratch / "gpus1000"
+    shutil.rmtree(root, ignore_errors=True)
+    root.mkdir(parents=True)
+    shutil.copyfile(example_config_path(), root / "gpusteward.toml")
+    config = load_config(root / "gpusteward.toml")
+    db = Path(config.resolve(config.warehouse.path))
+    source = os.environ.get(MONTH_DB)
+    if source:
+        shutil.copyfile(source, db)
+    with open_warehouse(db) as wh:
+        if not source:
+            write_month(wh, datetime(MONTH.year, MONTH.month, 1, tzinfo=UTC), DAYS, BIG_GPUS)
+        return evaluated(wh, root, config, end_of(DAYS))
+
+
+@contextmanager
+def _baseline(scratch: Path) -> Iterator[str]:
+    from service.dashboard import start_streamlit, stop_process
+
+    script = scratch / "baseline_app.py"
+    script.write_text(BASELINE_APP, encoding="utf-8")
+    process, url = start_streamlit(script)
+    try:
+        yield url.rstrip("/")
+    finally:
+        stop_process(process)
+        if process.stderr is not None:
+            process.stderr.close()
+
+
+def _open(browser: Any, address: str, heading: str) -> float:
+    from tests.browser.browsing import drawn, new_tab
+
+    context, page = new_tab(browser, "en")
+    try:
+        began = time.perf_counter()
+        page.goto(address, wait_until="commit")
+        drawn(page, heading)
+        return time.perf_counter() - began
+    finally:
+        context.close()
+
+
+def _switches(browser: Any, url: str, visits: list[Any], headings: list[str]) -> list[float]:
+    """Through the sidebar from each page to the next, starting on the last."""
+    from tests.browser.browsing import drawn, nav_link, new_tab
+
+    context, page = new_tab(browser, "en")
+    try:
+        page.goto(f"{url}/{visits[-1].page}", wait_until="commit")
+        drawn(page, headings[-1])
+        seconds = []
+        for visit, heading in zip(visits, headings, strict=True):
+            link = page.get_by_test_id("stSidebarNavLink").filter(has_text=nav_link(visit.page, "en"))
+            began = time.perf_counter()
+            link.first.click()
+            drawn(page, heading)
+            seconds.append(time.perf_counter() - began)
+        return seconds
+    finally:
+        context.close()
+
+
+def _measure(browser: Any, published: Any, baseline: str, size: Size, goal_s: float) -> dict[str, Any]:
+    from dashboards.app import PAGES
+    from dashboards.texts import Texts
+    from tests.browser.figures import visits_for
+    from tests.browser.fleet import serving
+
+    tx = Texts("en", published.shown.config.timezone)
+    visits = [v for v in visits_for(PAGES) if v.registered][:size.pages]
+    headings = [v.heading(tx, published.shown) for v in visits]
+    addresses = [f"{{url}}/{v.page}" + (f"?{urlencode(v.query(published.shown))}" if v.query else "")
+                 for v in visits]
+    plain = [v for v in visits if v.query is None]  # the pages the sidebar leads to
+    plain_headings = [h for v, h in zip(visits, headings, strict=True) if v.query is None]
+    with serving(published) as url:
+        first = _open(browser, addresses[0].format(url=url), headings[0])
+        opens: dict[str, list[float]] = {v.name: [] for v in visits}
+        switches: dict[str, list[float]] = {v.name: [] for v in plain}
+        base: list[float] = []
+        for _ in range(size.rounds):
+            base.append(_open(browser, baseline + "/", "Baseline"))
+            for visit, address, heading in zip(visits, addresses, headings, strict=True):
+                opens[visit.name].append(_open(browser, address.format(url=url), heading))
+            for visit, seconds in zip(plain, _switches(browser, url, plain, plain_headings), strict=True):
+                switches[visit.name].append(seconds)
+    baseline_open = _timing(base)
+    pages = {name: {**_flat("open", samples),
+                    "open_over_baseline": round(statistics.median(samples) / baseline_open.median_s, 2),
+                    **(_flat("switch", switches[name]) if name in switches else {})}
+             for name, samples in opens.items()}
+    slowest = max(opens, key=lambda n: statistics.median(opens[n]))
+    slowest_s = statistics.median(opens[slowest])
+    return {
+        "first_open_s": round(first, 3),
+        "baseline_open_s": _rounded(baseline_open),
+        "pages": pages,
+        "slowest_open": {"page": slowest, "median_s": round(slowest_s, 3)},
+        "goal_s": goal_s,
+        "met": slowest_s <= goal_s,
+    }
+
+
+def run(quick: bool) -> dict[str, Any]:
+    from tests.browser.browsing import chromium
+
+    size = QUICK if quick else FULL
+    out: dict[str, Any] = {"load_average_before": [round(x, 2) for x in os.getloadavg()], "rounds": size.rounds}
+    with tempfile.TemporaryDirectory(prefix="bench-dashboard-") as tmp:
+        scratch = Path(tmp)
+        months: dict[str, Callable[[], Any]] = {"demo": lambda: _demo(scratch, size)}
+        if size.big_month:
+            months["gpus1000"] = lambda: _big(scratch)
+        with chromium(scratch / "fonts") as browser, _baseline(scratch) as baseline:
+            for name, prepare in months.items():
+                began = time.perf_counter()
+                published = prepare()
+                out[f"{name}_setup_s"] = round(time.perf_counter() - began, 1)
+                out[name] = _measure(browser, published, baseline, size, GOALS_S[name])
+    out["demo"]["month"] = f"{size.demo_days} days x {size.demo_nodes * 8} GPUs (simulated, seed 7)"
+    if size.big_month:
+        out["gpus1000"]["month"] = f"{DAYS} days x {BIG_GPUS} GPUs (bench/_synthetic_month.py: GPU-minutes only)"
+    out["load_average_after"] = [round(x, 2) for x in os.getloadavg()]
+    return out
