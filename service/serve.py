@@ -231,7 +231,7 @@ class Service:
             started = time.perf_counter()
             with warehouse_snapshot(wh, self.lock) as view:
                 model = snapshot(view, now=self.now(), tz=self.config.timezone)
-            publish(model, self.settings.read_model)
+                publish(model, self.settings.read_model)  # reads the days of GPU buckets that changed from `view`
             self.metrics.publish_done(model, time.perf_counter() - started)
 
     def _permanent(self, job: str, error: str, now: datetime) -> None:

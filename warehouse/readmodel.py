@@ -16,6 +16,10 @@ and, after every write cycle, publishes a snapshot of the derived data as Parque
         quota_plan_items/month=YYYY-MM/part-0.parquet  items of the month's latest plan
         alerts/month=YYYY-MM/part-0.parquet
         queue_wait_daily/month=YYYY-MM/part-0.parquet  queue wait p95 per day and queue, for the charts
+        job_records/month=YYYY-MM/part-0.parquet  the job records overlapping the month (drill-down to a job)
+        ledger/month=YYYY-MM/part-0.parquet          preemptions, requeues and reclaims (sla/results.py LEDGER)
+        gpu_buckets/day=YYYY-MM-DD/part-0.parquet    each GPU's 5-minute buckets, per UTC day (warehouse/gpu_series.py)
+        gpu_inventory/part-0.parquet   every GPU with when it was first and last seen (the heatmap's rows)
         quota_plans/part-0.parquet     every plan, with its decision (approved/rejected) when one was taken
         alert_states/part-0.parquet    silences and acknowledgements per alert fingerprint
         control_actions/part-0.parquet the audit trail of the control API
@@ -36,8 +40,8 @@ import os
 import shutil
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
-from dataclasses import dataclass, field
-from datetime import UTC, datetime
+from dataclasses import dataclass, field, replace
+from datetime import UTC, date, datetime
 from pathlib import Path
 from typing import Any
 
@@ -47,7 +51,9 @@ from gpusteward import tables
 from gpusteward.domain import Month
 from sla import results
 from sla.outputs import MonthOutputs, plan_protected_frame, plan_replay_frame
-from warehouse import control, queries, series
+from warehouse import control, gpu_series, queries, series
+from warehouse.gpu_buckets import GPU_INVENTORY, gpu_inventory
+from warehouse.gpu_series import GpuSeries, MemorySeries, ParquetSeries, WarehouseSeries
 from warehouse.store import Warehouse
 
 FORMAT = 1
@@ -65,6 +71,8 @@ MONTH_TABLES: dict[str, pl.Schema] = {
     "month_arrays": results.ARRAYS,
     "alerts": queries.ALERTS,
     "queue_wait_daily": series.QUEUE_WAIT_DAILY,  # charts: downsampled here, never minute rows
+    "job_records": tables.JOBS,  # drill-down: a team's jobs, one job's page
+    "ledger": results.LEDGER,
 }
 PLANS = tables.schema(
     dict(queries.PLANS)
@@ -74,6 +82,7 @@ WHOLE_TABLES: dict[str, pl.Schema] = {
     "quota_plans": PLANS,
     "alert_states": control.ALERT_STATES,
     "control_actions": control.CONTROL_ACTIONS,
+    "gpu_inventory": GPU_INVENTORY,
 }
 
 
@@ -90,6 +99,7 @@ class ReadModel:
     status_info: Mapping[str, Any]
     month_frames: Mapping[str, Mapping[str, pl.DataFrame]]  # table -> month -> frame
     whole: Mapping[str, pl.DataFrame] = field(default_factory=dict)
+    series: GpuSeries = field(default_factory=MemorySeries)  # per-GPU buckets, read a day at a time
 
     def months(self) -> list[Month]:
         """Months with evaluated outputs, oldest first."""
@@ -109,6 +119,7 @@ class ReadModel:
             completeness=self._month("completeness", month),
             plan_items=self._month("quota_plan_items", month),
             arrays=self._month("month_arrays", month),
+            ledger=self._month("ledger", month),
             plan_replay=plan_replay_frame(self._plan_part(month, "replay")),
             plan_protected=plan_protected_frame(self._plan_part(month, "protected")),
         )
@@ -124,6 +135,23 @@ class ReadModel:
     def queue_wait_daily(self, month: Month) -> pl.DataFrame:
         """Wait p95 per day and queue (warehouse/series.py), in the time zone the snapshot was taken in."""
         return self._month("queue_wait_daily", month)
+
+    def job_records(self, month: Month) -> pl.DataFrame:
+        """JOBS records overlapping the month (every record of a requeued job)."""
+        return self._month("job_records", month)
+
+    def gpu_inventory(self) -> pl.DataFrame:
+        return self.whole.get("gpu_inventory", tables.empty(GPU_INVENTORY))
+
+    def gpu_buckets(
+        self, lo: datetime, hi: datetime, *, cluster: str | None = None, job_id: str | None = None
+    ) -> pl.DataFrame:
+        """GPU_BUCKETS starting in [lo, hi) (naive UTC), of one cluster and one job label when given."""
+        return gpu_series.between(self.series, lo, hi, cluster=cluster, job_id=job_id)
+
+    def gpu_days(self) -> list[date]:
+        """UTC days with GPU buckets, oldest first."""
+        return sorted(self.series.fingerprints())
 
     def alerts(self, month: Month | None = None) -> pl.DataFrame:
         if month is not None:
@@ -144,7 +172,9 @@ class ReadModel:
 
 def snapshot(wh: Warehouse, *, now: datetime | None = None, tz: str = "UTC") -> ReadModel:
     """Everything the read model holds, read from the warehouse (the writer's connection); daily series
-    by the days of `tz` (the pool's time zone, `Config.timezone`)."""
+    by the days of `tz` (the pool's time zone, `Config.timezone`). The GPU buckets are computed when
+    published (only the days that changed) or read, so `wh` must stay open until then; `materialized`
+    holds them in memory instead."""
     month_frames: dict[str, dict[str, pl.DataFrame]] = {name: {} for name in MONTH_TABLES}
     for month in wh.months():
         outputs = wh.month_outputs(month)
@@ -158,6 +188,8 @@ def snapshot(wh: Warehouse, *, now: datetime | None = None, tz: str = "UTC") -> 
             "month_arrays": outputs.arrays,
             "alerts": wh.alerts(month),
             "queue_wait_daily": series.queue_wait_daily(wh, month.in_zone(tz)),
+            "job_records": queries.month_jobs(wh.connection, month.in_zone(tz)),
+            "ledger": outputs.ledger,
         }
         for name, frame in parts.items():
             month_frames[name][str(month)] = tables.conform(frame, MONTH_TABLES[name])
@@ -166,10 +198,17 @@ def snapshot(wh: Warehouse, *, now: datetime | None = None, tz: str = "UTC") -> 
         "quota_plans": tables.conform(plans, PLANS),
         "alert_states": control.alert_states(wh),
         "control_actions": control.actions(wh),
+        "gpu_inventory": gpu_inventory(wh),
     }
     moment = now or datetime.now(UTC)
     published = moment.astimezone(UTC).replace(tzinfo=None) if moment.tzinfo else moment
-    return ReadModel("", published, wh.status(), month_frames, whole)
+    return ReadModel("", published, wh.status(), month_frames, whole, WarehouseSeries.of(wh))
+
+
+def materialized(model: ReadModel) -> ReadModel:
+    """`model` with its GPU buckets computed into memory, for a reader that closes the warehouse."""
+    held = model.series
+    return replace(model, series=held.materialize()) if isinstance(held, WarehouseSeries) else model
 
 
 def _version_name(published_at: datetime, root: Path) -> str:
@@ -194,6 +233,7 @@ def publish(model: ReadModel, root: str | Path) -> str:
     tmp = base / f".tmp-{version}"
     tmp.mkdir()
     files: dict[str, list[str]] = {}
+    previous = _current_series(base)
     try:
         for name, by_month in model.month_frames.items():
             files[name] = [
@@ -202,6 +242,7 @@ def publish(model: ReadModel, root: str | Path) -> str:
             ]
         for name, frame in model.whole.items():
             files[name] = [_write(frame, tmp / name / "part-0.parquet").removeprefix(tmp.as_posix() + "/")]
+        written = gpu_series.write_series(model.series, tmp, previous)
         (tmp / "status.json").write_text(json.dumps(model.status_info, default=str), encoding="utf-8")
         manifest = {
             "format": FORMAT,
@@ -209,6 +250,7 @@ def publish(model: ReadModel, root: str | Path) -> str:
             "published_at": model.published_at.isoformat(),
             "months": [str(m) for m in model.months()],
             "files": files,
+            gpu_series.TABLE: {"days": written.index, "computed": written.computed, "linked": written.linked},
         }
         (tmp / "manifest.json").write_text(json.dumps(manifest, indent=2), encoding="utf-8")
         os.rename(tmp, base / version)
@@ -220,6 +262,18 @@ def publish(model: ReadModel, root: str | Path) -> str:
     os.replace(pointer, base / CURRENT)
     _prune(base, version)
     return version
+
+
+def _current_series(base: Path) -> tuple[Path, gpu_series.Index] | None:
+    """The current version's folder and GPU bucket index, whose unchanged days the next version links."""
+    version = current_version(base)
+    if version is None:
+        return None
+    try:
+        manifest = json.loads((base / version / "manifest.json").read_text(encoding="utf-8"))
+    except (FileNotFoundError, json.JSONDecodeError):
+        return None
+    return base / version, gpu_series.read_index(manifest)
 
 
 def _prune(base: Path, current: str) -> None:
@@ -258,7 +312,11 @@ def _load_version(base: Path, version: str) -> ReadModel:
             }
         elif name in WHOLE_TABLES:
             whole[name] = tables.conform(pl.read_parquet(folder / paths[0]), WHOLE_TABLES[name])
-    return ReadModel(version, datetime.fromisoformat(manifest["published_at"]), status, month_frames, whole)
+    def refresh() -> tuple[Path, gpu_series.Index]:
+        return _current_series(base) or (folder, {})
+
+    buckets = ParquetSeries(folder, gpu_series.read_index(manifest), refresh)
+    return ReadModel(version, datetime.fromisoformat(manifest["published_at"]), status, month_frames, whole, buckets)
 
 
 def load_read_model(root: str | Path, *, attempts: int = 3) -> ReadModel:
