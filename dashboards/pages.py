@@ -8,6 +8,7 @@ import httpx
 import polars as pl
 import streamlit as st
 
+from dashboards import alert_links
 from dashboards import page_frames as pf
 from dashboards.charts import queue_wait_chart, queue_wait_frame
 from dashboards.frames import AT_RISK_BUDGET, AT_RISK_MARGIN
@@ -206,6 +207,7 @@ def alerts(view: View) -> None:
     tx = view.tx
     table = pf.alerts_table(view)
     _table(table, view, "alerts")
+    alert_links.show(view, view.alerts())
     if table is None or not _can_act(view):
         return
     fingerprints = view.alerts()["fingerprint"].unique(maintain_order=True).to_list()
