@@ -175,7 +175,7 @@ def _job_body(view: View, rows: pl.DataFrame, cluster: str, job_id: int) -> None
     st.subheader(tx("job.title", job=row["job"], cluster=cluster, name=row["name"] or "—"))
     st.caption(tx("job.who", user=row["user"] or "—", team=view.team_name(row["team"]),
                   scenario=tx.fmt.term("scenario", row["scenario"]), queue=row["queue"]))
-    cols = st.columns(6)
+    cols = [*st.columns(3), *st.columns(3)]  # two rows: six cards in one would cut their values
     cols[0].metric(tx("col.gpu_hours"), tx.fmt.quantity(Quantity(row["gpu_hours"], "gpu_hours")))
     cols[1].metric(tx("jobs.col.wait"), tx.fmt.quantity(Quantity(row["wait_s"], "duration")))
     cols[2].metric(tx("jobs.col.outcome"), df.state_text(tx, row["state"]))

@@ -103,3 +103,22 @@ def test_local_days_of_utc_days() -> None:
 
 def test_month_of_the_window() -> None:
     assert job_frames.window(Month(2026, 11, "Asia/Shanghai"), {}).start == datetime(2026, 10, 31, 16)
+
+
+@pytest.mark.parametrize("lang", ["en", "zh"])
+def test_no_data_has_its_own_legend_entry_outside_the_colour_scale(lang: str) -> None:
+    from dashboards.texts import Texts
+
+    inventory = pl.DataFrame([("east", "e1", g, "H100", None, None) for g in range(3)], schema=INVENTORY,
+                             orient="row")
+    cells = hm.cells(inventory, _buckets(), "east", date(2026, 11, 10), "UTC")
+    tx = Texts("zh" if lang == "zh" else "en")
+    spec = hm.chart(cells, tx).to_dict()
+    measured, missing = spec["layer"]
+    assert measured["encoding"]["color"]["scale"] == {"domain": [0, 100], "scheme": "viridis"}
+    assert missing["encoding"]["color"]["scale"] == {"domain": [tx("heatmap.no_data")], "range": [hm.NO_DATA_FILL]}
+    assert missing["mark"]["strokeDash"] == [2, 2]
+    assert spec["resolve"] == {"scale": {"color": "independent"}}  # two legends
+    rows = spec["datasets"][next(iter(spec["datasets"]))]
+    assert sum(r["engine_pct"] is None for r in rows) == 3 * 24 - 3  # no data is null in the data, never 0
+    assert sum(r["engine_pct"] == 0.0 for r in rows) == 1  # GPU 1 at exactly zero, 10:00
