@@ -58,6 +58,12 @@ def _metrics(page: Any) -> dict[str, str]:
     return dict(zip(labels, values, strict=True))
 
 
+def _shoot(page: Any, dashboard: Dashboard, name: str) -> None:
+    shot = dashboard.shots / f"{name}.png"
+    page.screenshot(path=shot, full_page=True)
+    keep_copy(shot)
+
+
 def _warehouse(dashboard: Dashboard) -> Any:
     config = load_config(dashboard.root / "gpusteward.toml")
     return open_warehouse(config.resolve(config.warehouse.path), read_only=True)
@@ -98,9 +104,7 @@ def test_heatmap_shows_the_warehouses_figures(browser: Any, dashboard: Dashboard
         assert page.get_by_test_id("stVegaLiteChart").count() == 1
         assert f"day={DAY}" in page.url
         assert "cluster=east" in page.url
-        shot = dashboard.shots / f"heatmap.{lang}.png"
-        page.screenshot(path=shot, full_page=True)
-        keep_copy(shot)
+        _shoot(page, dashboard, f"heatmap.{lang}")
     finally:
         context.close()
 
@@ -141,8 +145,6 @@ def test_a_jobs_page_shows_the_warehouses_figures(browser: Any, dashboard: Dashb
                      else str(job["exit_code"]))
         assert shown[tx("jobs.col.exit")] == exit_text
         assert "job=" in page.url
-        shot = dashboard.shots / f"job.{lang}.png"
-        page.screenshot(path=shot, full_page=True)
-        keep_copy(shot)
+        _shoot(page, dashboard, f"job.{lang}")
     finally:
         context.close()
