@@ -90,6 +90,8 @@ def _heatmap_figures(wh: Warehouse, cluster: str) -> tuple[int, float, int]:
 
 @pytest.mark.parametrize("lang", ["en", "zh"])
 def test_heatmap_shows_the_warehouses_figures(browser: Any, dashboard: Dashboard, lang: Lang) -> None:
+    from playwright.sync_api import expect
+
     with _warehouse(dashboard) as wh:
         gpus, mean, no_data = _heatmap_figures(wh, "east")
     assert gpus > 0
@@ -101,7 +103,7 @@ def test_heatmap_shows_the_warehouses_figures(browser: Any, dashboard: Dashboard
         assert shown[tx("heatmap.gpus")] == str(gpus)
         assert shown[tx("heatmap.mean")] == tx.fmt.quantity(Quantity(mean, "percent"))
         assert shown[tx("heatmap.cells_no_data")] == tx("heatmap.cells_value", missing=no_data, total=gpus * 24)
-        assert page.get_by_test_id("stVegaLiteChart").count() == 1
+        expect(page.get_by_test_id("stVegaLiteChart")).to_have_count(1, timeout=TIMEOUT_MS)  # drawn after the cards
         assert f"day={DAY}" in page.url
         assert "cluster=east" in page.url
         _shoot(page, dashboard, f"heatmap.{lang}")
