@@ -77,6 +77,20 @@ def heatmap(view: View) -> None:
     st.altair_chart(hm.chart(frame, tx), width="stretch")
 
 
+@st.cache_data(ttl=60, max_entries=8, show_spinner=False)
+def _month_rows(version: str, published: str, month: str, rules: str, _view: View) -> pl.DataFrame:
+    """The month's jobs of one published version, computed once for every viewer and rerun (the key is the
+    version, its publication time, the month and the rules that give jobs their teams)."""
+    del version, published, month, rules
+    return df.all_month_jobs(_view)
+
+
+def _cached_jobs(view: View) -> pl.DataFrame:
+    config = view.config
+    return _month_rows(view.model.version, view.model.published_at.isoformat(), str(view.month),
+                       repr((config.rules, sorted(config.teams.items()), config.timezone)), view)
+
+
 def _jobs_choice(view: View, key: str, param: str, options: tuple[str, ...], *, default: str, label: str) -> str:
     state = st.session_state
     if state.get(key) not in options:
@@ -88,7 +102,7 @@ def _jobs_choice(view: View, key: str, param: str, options: tuple[str, ...], *, 
 def jobs(view: View) -> None:
     header(view, "jobs.title")
     tx = view.tx
-    rows = df.month_jobs(view)
+    rows = df.month_jobs(view, _cached_jobs(view))
     st.caption(tx("jobs.help"))
     st.subheader(tx("jobs.teams"))
     teams = df.team_table(rows, view)
@@ -127,7 +141,7 @@ def jobs(view: View) -> None:
 
 def job(view: View) -> None:
     tx = view.tx
-    rows = df.month_jobs(view)
+    rows = df.month_jobs(view, _cached_jobs(view))
     keys = [f"{c}/{j}" for c, j in zip(rows["cluster"].to_list(), rows["job_id"].to_list(), strict=True)]
     state = st.session_state
     asked = urlstate.incoming(state, st.query_params, links.JOB_KEY)
