@@ -7,13 +7,16 @@ from datetime import datetime, timedelta
 from typing import Any
 from zoneinfo import ZoneInfo
 
+import polars as pl
 import pytest
 
 from dashboards.texts import Texts
+from gpusteward import links
 from gpusteward.config import load_config
 from reports.locale import Lang
 from reports.model import Quantity
 from tests.browser.conftest import Dashboard, keep_copy
+from tests.browser.figures import _number, grids
 from warehouse import Warehouse, open_warehouse
 
 READY = ('[data-testid="stApp"][data-test-script-state="notRunning"]'
@@ -35,20 +38,26 @@ def _rendered(page: Any) -> None:
     assert errors.count() == 0, [e.inner_text()[:500] for e in errors.all()]
 
 
-def _open(browser: Any, dashboard: Dashboard, path: str, lang: Lang, card: str) -> tuple[Any, Any]:
-    """The page at `path` in `lang`, once the card labelled `card` (catalogue key) is drawn in that language."""
+def _open(browser: Any, dashboard: Dashboard, path: str, lang: Lang, label: str, *,
+          cards: bool = True) -> tuple[Any, Any]:
+    """The page at `path` in `lang`, once the card (or, without `cards`, the grid column) labelled `label`
+    (catalogue key) is drawn in that language."""
     context = browser.new_context(viewport={"width": 1400, "height": 1000}, locale="zh-CN" if lang == "zh" else "en")
     page = context.new_page()
     page.goto(dashboard.url + path, wait_until="domcontentloaded")
-    _card(page, Texts("en")(card))
+    _drawn(page, Texts("en")(label), cards)
     if lang == "zh":
         page.get_by_test_id("stSidebar").get_by_text("中文").click()
-        _card(page, Texts("zh")(card))
+        _drawn(page, Texts("zh")(label), cards)
     return context, page
 
 
-def _card(page: Any, label: str) -> None:
-    page.get_by_test_id("stMetricLabel").filter(has_text=label).first.wait_for(state="visible", timeout=TIMEOUT_MS)
+def _drawn(page: Any, label: str, cards: bool) -> None:
+    if cards:
+        found = page.get_by_test_id("stMetricLabel").filter(has_text=label).first
+    else:
+        found = page.locator('[data-testid="stDataFrame"]').filter(has_text=label).first
+    found.wait_for(state="visible", timeout=TIMEOUT_MS)
     _rendered(page)
 
 
@@ -148,5 +157,30 @@ def test_a_jobs_page_shows_the_warehouses_figures(browser: Any, dashboard: Dashb
         assert shown[tx("jobs.col.exit")] == exit_text
         assert "job=" in page.url
         _shoot(page, dashboard, f"job.{lang}")
+    finally:
+        context.close()
+
+
+@pytest.mark.parametrize("lang", ["en", "zh"])
+def test_the_review_link_to_a_teams_idle_jobs(browser: Any, dashboard: Dashboard, lang: Lang) -> None:
+    """The link the review writes after "team X left N GPU-hours idle" opens X's jobs, most idle first, with the
+    idle GPU-hours the warehouse's idle_by_job holds."""
+    idle = dashboard.month.outputs.idle.with_columns(
+        ((pl.col("idle_minutes") + pl.col("idle_held_minutes")) / 60).alias("hours"))
+    team = str(idle.group_by("team").agg(pl.col("hours").sum()).sort("hours", descending=True)["team"][0])
+    top = float(idle.filter(pl.col("team") == team)["hours"].max())  # type: ignore[arg-type]
+    target = links.team_jobs(MONTH, team, "idle")
+    path = "/" + (target.url("http://x") or "").removeprefix("http://x/")
+    context, page = _open(browser, dashboard, path, lang, "col.gpu_hours", cards=False)
+    try:
+        tx = Texts(lang, "Asia/Shanghai")
+        tables = grids(page)
+        jobs = next(t for t in tables if tx("jobs.col.outcome") in t[0])
+        column = jobs[0].index(tx("col.idle"))
+        assert abs(_number(jobs[1][column], tx) - top) <= 0.005, (jobs[1], top)
+        names = {r[jobs[0].index(tx("col.team"))] for r in jobs[1:]}
+        assert names == {dashboard.month.team_names.get(team, team)}
+        assert "focus=idle" in page.url
+        _shoot(page, dashboard, f"jobs.{lang}")
     finally:
         context.close()
