@@ -11,7 +11,16 @@ from hypothesis import strategies as st
 
 from sla.reclaim import reclaim_plan
 from tests.sla.builders import at
-from tests.sla.reclaim_builders import BUSY, IDLE, NOW, gpu_minutes_of, reclaim_config, reclaim_inputs, trainer
+from tests.sla.reclaim_builders import (
+    BUSY,
+    IDLE,
+    NOW,
+    gpu_minutes_of,
+    reclaim_config,
+    reclaim_inputs,
+    replica,
+    trainer,
+)
 
 CONFIG = reclaim_config()
 TRAINING_IDLE_FOR = timedelta(hours=1)
@@ -60,3 +69,32 @@ def test_idle_since_never_precedes_the_first_idle_minute_and_covers_idle_for(par
     assert NOW - since >= TRAINING_IDLE_FOR
     idle_from = int((since - at(0)) / timedelta(minutes=1))
     assert all(u is not None and u < CONFIG.idle.util_below for u in utils[idle_from:])
+
+
+REPLICAS = [replica(11, 0), replica(12, 10), replica(13, 20), replica(14, 30)]
+
+
+def _replica_verdict(requests: list[float | None]) -> tuple[str, object]:
+    """Job 14's verdict with 5-minute windows ending at NOW, NOW - 5m, ...; None: that window is missing."""
+    windows = [
+        {"cluster": "east", "service": "chat", "instance": "a", "ts": NOW - timedelta(minutes=5 * i), "window_s": 300,
+         "requests": r, "errors": 0.0}
+        for i, r in enumerate(reversed(requests)) if r is not None
+    ]
+    plan = reclaim_plan(reclaim_inputs(running=REPLICAS, windows=windows), CONFIG)
+    row = plan.filter(pl.col("job_id") == "14").to_dicts()[0]
+    return row["verdict"], row["idle_since"]
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.lists(st.sampled_from([0.0, 0.0, 0.0, 4.0]), min_size=48, max_size=48), st.sets(st.integers(0, 46)))
+def test_missing_inference_windows_never_make_a_replica_a_candidate(requests: list[float], lost: set[int]) -> None:
+    # The latest window is kept: the service is judged up to it (docs/reclaim.md says what that allows).
+    with_gaps: list[float | None] = [None if i in lost else r for i, r in enumerate(requests)]
+    before, since_before = _replica_verdict(list(requests))
+    after, since_after = _replica_verdict(with_gaps)
+    if after == "candidate":
+        assert before == "candidate"
+        assert isinstance(since_after, datetime)
+        assert isinstance(since_before, datetime)
+        assert since_after >= since_before
