@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from datetime import timedelta
+from fnmatch import fnmatchcase
 
 from gpusteward.config.reclaim import ReclaimPolicy
 from gpusteward.config.schema import Config
@@ -18,6 +19,9 @@ def _policy(path: str, policy: ReclaimPolicy, config: Config) -> list[str]:
     problems.extend(
         f"{path}.teams: unknown team {team!r}" for team in policy.teams if team not in config.teams
     )
+    clusters = [c.name for c in config.clusters]
+    if clusters and not any(fnmatchcase(name, policy.clusters) for name in clusters):
+        problems.append(f"{path}.clusters: {policy.clusters!r} matches none of the clusters ({', '.join(clusters)})")
     if policy.idle_for <= timedelta(0):
         problems.append(f"{path}.idle_for: expected a positive duration")
     if policy.grace < timedelta(0):

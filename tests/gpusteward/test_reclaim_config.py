@@ -51,6 +51,8 @@ def _policy(**fields: str) -> str:
         (_policy(action='"scale"'), "reclaim.policies[0].action: scale applies to inference replicas"),
         (_policy(action='"cancel"', scale_to="2"), 'reclaim.policies[0].scale_to: only applies to action "scale"'),
         (_policy(teams='["ghost"]'), "reclaim.policies[0].teams: unknown team 'ghost'"),
+        ('[[clusters]]\nname = "east"\n' + _policy(clusters='"wset*"'),
+         "reclaim.policies[0].clusters: 'wset*' matches none of the clusters (east)"),
         (_policy(mode='"yolo"'), "reclaim.policies[0].mode: expected one of 'shadow', 'approve', 'auto'"),
         (_policy(action='"kill"'), "reclaim.policies[0].action: expected one of 'notify', 'requeue'"),
         (_policy(exempt='{ acounts = ["x"] }'), "reclaim.policies[0].exempt.acounts: unknown field (did you mean"),
