@@ -4,15 +4,33 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import get_args
 
 import polars as pl
 import pytest
 from click.testing import CliRunner
 
+from gpusteward.config.reclaim import ReclaimAction, ReclaimMode, ReclaimWhen
 from gpusteward.tables import GPU_MINUTES, JOBS, PENDING_JOBS
+from reports.locale import load_catalogue
 from service.cli import cli
+from service.cli_reclaim import SECTIONS, plan_lines
+from sla.reclaim import reclaim_plan
+from sla.reclaim_inputs import REASONS, VERDICTS
 from tests.sla.builders import BASE_TOML, at, frame
-from tests.sla.reclaim_builders import ALL_IDLE, BUSY, NOW, POLICIES, gpu_minutes_of, notebook, trainer
+from tests.sla.reclaim_builders import (
+    ALL_IDLE,
+    BUSY,
+    NOW,
+    POLICIES,
+    gpu_minutes_of,
+    notebook,
+    quiet_windows,
+    reclaim_config,
+    reclaim_inputs,
+    replica,
+    trainer,
+)
 from warehouse import open_warehouse
 
 
@@ -97,3 +115,30 @@ def test_an_empty_warehouse_says_what_to_do(tmp_path: Path, lang: str) -> None:
     result = CliRunner().invoke(cli, ["reclaim", "plan", "--config", str(config), "--lang", lang])
     assert result.exit_code != 0
     assert "--at" in result.output
+
+
+def test_every_code_the_plan_writes_has_a_text_in_both_languages() -> None:
+    assert set(SECTIONS) == set(VERDICTS)
+    keys = [f"reclaim.reason.{r}" for r in REASONS] + [f"reclaim.section.{v}" for v in VERDICTS]
+    keys += [f"reclaim.stage.{s}" for s in ("warn", "grace", "act", "warned")]
+    keys += [f"reclaim.when.{w}" for w in get_args(ReclaimWhen)]
+    keys += [f"reclaim.action.{a}" for a in get_args(ReclaimAction)]
+    keys += [f"reclaim.mode.{m}" for m in get_args(ReclaimMode)]
+    for lang in ("en", "zh"):
+        catalogue = load_catalogue(lang, "service")
+        assert [k for k in keys if k not in catalogue] == []
+
+
+@pytest.mark.parametrize("lang", ["en", "zh"])
+def test_capped_and_inference_candidates_are_written(lang: str) -> None:
+    config = reclaim_config("[reclaim]\nmax_actions_per_hour = 1\n")
+    rows = gpu_minutes_of(2, ALL_IDLE) + gpu_minutes_of(3, [BUSY] * 150 + [0.0] * 90, host="h2")
+    running = [trainer(2), trainer(3), replica(11, 0), replica(12, 10), replica(13, 20)]
+    plan = reclaim_plan(reclaim_inputs(running=running, gpu_minutes=rows, windows=quiet_windows()), config)
+    text = "\n".join(plan_lines(plan, config, NOW, lang))
+    capped = {"en": "Held back by the per-hour cap (1):", "zh": "因每小时上限暂缓（1）："}[lang]
+    service = {"en": "    service chat has had no requests", "zh": "    服务 chat 没有请求"}[lang]
+    scale = {"en": "scale down", "zh": "缩容"}[lang]
+    assert capped in text
+    assert service in text
+    assert scale in text
