@@ -57,6 +57,8 @@ def classified_running(inputs: ReclaimInputs, config: Config) -> pl.DataFrame:
         *[(pl.col(c) if c in inputs.running.columns else pl.lit(None)).cast(t).alias(c) for c, t in JOBS.items()],
         *extra,
     ).filter(pl.col("gpus_allocated").fill_null(0) > 0)
+    # A requeued job has several records; the latest one is the job that runs now.
+    running = running.sort("submit_time", nulls_last=False).unique(["cluster", "job_id"], keep="last")
     return classify_jobs(config, running).with_columns(
         pl.col("job_id").cast(pl.Utf8).alias("_id"), job_label().alias("_label")
     ).sort("cluster", "start_time", "job_id")

@@ -263,3 +263,10 @@ def test_a_replica_no_rule_ties_to_a_service_is_left_alone() -> None:
 def test_jobs_no_policy_covers_are_not_listed() -> None:
     running = [notebook(1, partition="elsewhere"), trainer(2, gpus=0)]
     assert reclaim_plan(reclaim_inputs(running=running), reclaim_config()).is_empty()
+
+
+def test_a_requeued_job_is_planned_once_under_its_latest_record() -> None:
+    older = trainer(2, submit=-120, account="vision")  # the record before the requeue, never closed
+    plan = reclaim_plan(reclaim_inputs(running=[older, trainer(2)], gpu_minutes=gpu_minutes_of(2, ALL_IDLE)),
+                        reclaim_config())
+    assert plan.select("job_id", "team", "verdict").rows() == [("2", "nlp", "candidate")]
