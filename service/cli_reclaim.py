@@ -99,7 +99,8 @@ def _job_lines(row: dict[str, Any], t: Any, fmt: Any) -> list[str]:
         lines.append(t["reclaim.waiting"].format(jobs=fmt.number(row["waiting_jobs"]),
                                                  gpus=fmt.t("unit.gpus", n=fmt.number(row["waiting_gpus"] or 0))))
     if row["service"] is not None:
-        lines.append(t["reclaim.service"].format(service=row["service"]))
+        key = "reclaim.serves" if row["verdict"] == "left_alone" else "reclaim.service"
+        lines.append(t[key].format(service=row["service"]))
     if row["verdict"] == "left_alone":
         lines.append(t["reclaim.reason"].format(reason=t[f"reclaim.reason.{row['reason']}"]))
     else:

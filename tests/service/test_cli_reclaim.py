@@ -142,3 +142,6 @@ def test_capped_and_inference_candidates_are_written(lang: str) -> None:
     assert capped in text
     assert service in text
     assert scale in text
+    # Only the candidate replica is said to be without requests; the two kept ones only name their service.
+    assert text.count(service) == 1
+    assert text.count({"en": "    serves chat", "zh": "    服务于 chat"}[lang]) == 2
