@@ -230,7 +230,7 @@ class Service:
                 return
             started = time.perf_counter()
             with warehouse_snapshot(wh, self.lock) as view:
-                model = snapshot(view, now=self.now(), tz=self.config.timezone)
+                model = snapshot(view, now=self.now(), config=self.config)
             publish(model, self.settings.read_model)
             self.metrics.publish_done(model, time.perf_counter() - started)
 

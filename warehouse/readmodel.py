@@ -16,6 +16,10 @@ and, after every write cycle, publishes a snapshot of the derived data as Parque
         quota_plan_items/month=YYYY-MM/part-0.parquet  items of the month's latest plan
         alerts/month=YYYY-MM/part-0.parquet
         queue_wait_daily/month=YYYY-MM/part-0.parquet  queue wait p95 per day and queue, for the charts
+        allocation_hourly/month=YYYY-MM/part-0.parquet GPUs allocated and engine activity per cluster and hour
+        inference_hourly/month=YYYY-MM/part-0.parquet  latency p95/p99 and request rate per service and hour
+        idle_daily/month=YYYY-MM/part-0.parquet        idle and idle-held GPU-hours per day, scenario and team
+        preemptions_daily/month=YYYY-MM/part-0.parquet records ended and preempted per day, cluster, scenario, team
         quota_plans/part-0.parquet     every plan, with its decision (approved/rejected) when one was taken
         alert_states/part-0.parquet    silences and acknowledgements per alert fingerprint
         control_actions/part-0.parquet the audit trail of the control API
@@ -44,10 +48,14 @@ from typing import Any
 import polars as pl
 
 from gpusteward import tables
+from gpusteward.config.schema import Config
 from gpusteward.domain import Month
 from sla import results
 from sla.outputs import MonthOutputs, plan_protected_frame, plan_replay_frame
 from warehouse import control, queries, series
+from warehouse.series_allocation import ALLOCATION_HOURLY, allocation_hourly
+from warehouse.series_daily import IDLE_DAILY, PREEMPTIONS_DAILY, idle_daily, preemptions_daily
+from warehouse.series_inference import INFERENCE_HOURLY, inference_hourly
 from warehouse.store import Warehouse
 
 FORMAT = 1
@@ -64,7 +72,12 @@ MONTH_TABLES: dict[str, pl.Schema] = {
     "quota_plan_items": results.QUOTA_PLAN_ITEMS,
     "month_arrays": results.ARRAYS,
     "alerts": queries.ALERTS,
-    "queue_wait_daily": series.QUEUE_WAIT_DAILY,  # charts: downsampled here, never minute rows
+    # charts: downsampled in the warehouse, never minute or job rows
+    "queue_wait_daily": series.QUEUE_WAIT_DAILY,
+    "allocation_hourly": ALLOCATION_HOURLY,
+    "inference_hourly": INFERENCE_HOURLY,
+    "idle_daily": IDLE_DAILY,
+    "preemptions_daily": PREEMPTIONS_DAILY,
 }
 PLANS = tables.schema(
     dict(queries.PLANS)
@@ -125,6 +138,22 @@ class ReadModel:
         """Wait p95 per day and queue (warehouse/series.py), in the time zone the snapshot was taken in."""
         return self._month("queue_wait_daily", month)
 
+    def allocation_hourly(self, month: Month) -> pl.DataFrame:
+        """GPUs reporting and allocated, and their utilisation, per cluster and hour (series_allocation.py)."""
+        return self._month("allocation_hourly", month)
+
+    def inference_hourly(self, month: Month) -> pl.DataFrame:
+        """Latency p95/p99 and request rate per service and hour (series_inference.py)."""
+        return self._month("inference_hourly", month)
+
+    def idle_daily(self, month: Month) -> pl.DataFrame:
+        """Allocated, idle and idle-held GPU-hours per day, scenario and team (series_daily.py)."""
+        return self._month("idle_daily", month)
+
+    def preemptions_daily(self, month: Month) -> pl.DataFrame:
+        """Records ended and preempted per day, cluster, scenario and team (series_daily.py)."""
+        return self._month("preemptions_daily", month)
+
     def alerts(self, month: Month | None = None) -> pl.DataFrame:
         if month is not None:
             return self._month("alerts", month)
@@ -142,12 +171,18 @@ class ReadModel:
         return self.whole.get("control_actions", tables.empty(control.CONTROL_ACTIONS))
 
 
-def snapshot(wh: Warehouse, *, now: datetime | None = None, tz: str = "UTC") -> ReadModel:
-    """Everything the read model holds, read from the warehouse (the writer's connection); daily series
-    by the days of `tz` (the pool's time zone, `Config.timezone`)."""
+def snapshot(
+    wh: Warehouse, *, now: datetime | None = None, tz: str | None = None, config: Config | None = None
+) -> ReadModel:
+    """Everything the read model holds, read from the warehouse (the writer's connection). The series
+    count days and hours of `tz`, else of the config's pool zone (`Config.timezone`), else UTC, and
+    classify job records into scenarios and teams with the config's rules (none given: no rules)."""
+    config = config or Config(timezone=tz or "UTC")
+    zone = tz or config.timezone
     month_frames: dict[str, dict[str, pl.DataFrame]] = {name: {} for name in MONTH_TABLES}
     for month in wh.months():
         outputs = wh.month_outputs(month)
+        local = month.in_zone(zone)
         parts = {
             "sla_results": outputs.results,
             "idle_by_job": outputs.idle,
@@ -157,7 +192,11 @@ def snapshot(wh: Warehouse, *, now: datetime | None = None, tz: str = "UTC") -> 
             "quota_plan_items": outputs.plan_items,
             "month_arrays": outputs.arrays,
             "alerts": wh.alerts(month),
-            "queue_wait_daily": series.queue_wait_daily(wh, month.in_zone(tz)),
+            "queue_wait_daily": series.queue_wait_daily(wh, local),
+            "allocation_hourly": allocation_hourly(wh, local, config),
+            "inference_hourly": inference_hourly(wh, local),
+            "idle_daily": idle_daily(wh, local),
+            "preemptions_daily": preemptions_daily(wh, local, config),
         }
         for name, frame in parts.items():
             month_frames[name][str(month)] = tables.conform(frame, MONTH_TABLES[name])
