@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from datetime import timedelta
 
 import httpx
@@ -19,6 +20,7 @@ from dashboards.page_charts import (
     queue_wait_section,
 )
 from dashboards.tables import show_table, show_wrapped
+from dashboards.texts import Texts
 from dashboards.view import View
 from reports import build_review, render_markdown
 
@@ -152,13 +154,27 @@ def _post(view: View, path: str, body: dict[str, object]) -> tuple[int, str]:
     return response.status_code, response.text
 
 
+REFUSALS = (400, 401, 403, 404, 408, 409, 413, 503)  # the control API's documented refusals (its OpenAPI document)
+
+
+def refusal_text(tx: Texts, status: int, text: str) -> str:
+    """What a refusal means, in the viewer's language, then the service's own words (its `error` field)."""
+    try:
+        answer = json.loads(text)
+        detail = str(answer.get("error") or text) if isinstance(answer, dict) else text
+    except ValueError:
+        detail = text
+    meaning = tx(f"control.refused.{status}") if status in REFUSALS else tx("control.refused.other")
+    return tx("control.failed", status=status or "—", meaning=meaning, error=detail[:300])
+
+
 def _report(view: View, status: int, text: str) -> None:
     tx = view.tx
     if 200 <= status < 300:
         st.success(tx("control.done"))
         st.cache_resource.clear()
     else:
-        st.warning(tx("control.failed", status=status or "—", error=text[:300]))
+        st.warning(refusal_text(tx, status, text))
 
 
 def _can_act(view: View) -> bool:

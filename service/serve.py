@@ -150,6 +150,7 @@ class Service:
             reason=request.reason,
             override=request.override,
             separation=self.config.service.separation_of_duties,
+            via=request.via,
         )
         if request.action == "review.trigger":
             self.shared.review_requests.append(month)
@@ -166,7 +167,7 @@ class Service:
         assert self.scheduler is not None  # scheduled before the API starts
         self.scheduler.publish_soon()
         return {"action_id": entry.action_id, "action": entry.action, "target": entry.target, "actor": entry.actor,
-                "override": entry.override}
+                "via": entry.via, "override": entry.override}
 
     # -- running -----------------------------------------------------------------------------------
 
