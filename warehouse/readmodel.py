@@ -72,13 +72,19 @@ MONTH_TABLES: dict[str, pl.Schema] = {
     "quota_plan_items": results.QUOTA_PLAN_ITEMS,
     "month_arrays": results.ARRAYS,
     "alerts": queries.ALERTS,
-    # charts: downsampled in the warehouse, never minute or job rows
+}
+# charts: downsampled in the warehouse, never minute or job rows
+SERIES_TABLES: dict[str, pl.Schema] = {
     "queue_wait_daily": series.QUEUE_WAIT_DAILY,
     "allocation_hourly": ALLOCATION_HOURLY,
     "inference_hourly": INFERENCE_HOURLY,
     "idle_daily": IDLE_DAILY,
     "preemptions_daily": PREEMPTIONS_DAILY,
 }
+MONTH_TABLES |= SERIES_TABLES
+FRESH_MONTHS = 2
+"""Months whose series every snapshot computes again: the latest with outputs and the one before it (the
+service evaluates the previous month again on the first day of a month)."""
 PLANS = tables.schema(
     dict(queries.PLANS)
     | {"decision": pl.Utf8, "decided_by": pl.Utf8, "decided_at": pl.Datetime("us"), "override": pl.Utf8}
@@ -134,6 +140,12 @@ class ReadModel:
     def status(self) -> dict[str, Any]:
         return dict(self.status_info)
 
+    def series_of(self, month: Month) -> dict[str, pl.DataFrame] | None:
+        """Every series of `month` this version holds, or None when it lacks one (a version from before it)."""
+        held = {name: self.month_frames.get(name, {}).get(str(month)) for name in SERIES_TABLES}
+        return {name: frame for name, frame in held.items() if frame is not None} if all(
+            frame is not None for frame in held.values()) else None
+
     def queue_wait_daily(self, month: Month) -> pl.DataFrame:
         """Wait p95 per day and queue (warehouse/series.py), in the time zone the snapshot was taken in."""
         return self._month("queue_wait_daily", month)
@@ -172,17 +184,22 @@ class ReadModel:
 
 
 def snapshot(
-    wh: Warehouse, *, now: datetime | None = None, tz: str | None = None, config: Config | None = None
+    wh: Warehouse, *, now: datetime | None = None, tz: str | None = None, config: Config | None = None,
+    previous: ReadModel | None = None,
 ) -> ReadModel:
     """Everything the read model holds, read from the warehouse (the writer's connection). The series
     count days and hours of `tz`, else of the config's pool zone (`Config.timezone`), else UTC, and
-    classify job records into scenarios and teams with the config's rules (none given: no rules)."""
+    classify job records into scenarios and teams with the config's rules (none given: no rules).
+
+    `previous`, the version the same writer published last (with the same config), lends its series of
+    every month but the newest `FRESH_MONTHS`: a month's series cost a scan of its GPU-minutes, the
+    service publishes every few minutes, and only the newest months are evaluated again."""
     config = config or Config(timezone=tz or "UTC")
     zone = tz or config.timezone
     month_frames: dict[str, dict[str, pl.DataFrame]] = {name: {} for name in MONTH_TABLES}
-    for month in wh.months():
+    months = wh.months()
+    for month in months:
         outputs = wh.month_outputs(month)
-        local = month.in_zone(zone)
         parts = {
             "sla_results": outputs.results,
             "idle_by_job": outputs.idle,
@@ -192,12 +209,9 @@ def snapshot(
             "quota_plan_items": outputs.plan_items,
             "month_arrays": outputs.arrays,
             "alerts": wh.alerts(month),
-            "queue_wait_daily": series.queue_wait_daily(wh, local),
-            "allocation_hourly": allocation_hourly(wh, local, config),
-            "inference_hourly": inference_hourly(wh, local),
-            "idle_daily": idle_daily(wh, local),
-            "preemptions_daily": preemptions_daily(wh, local, config),
         }
+        lent = previous.series_of(month) if previous is not None and month not in months[-FRESH_MONTHS:] else None
+        parts |= lent or month_series(wh, month.in_zone(zone), config)
         for name, frame in parts.items():
             month_frames[name][str(month)] = tables.conform(frame, MONTH_TABLES[name])
     plans = wh.plans().join(control.plan_decisions(wh), on="plan_id", how="left")
@@ -209,6 +223,17 @@ def snapshot(
     moment = now or datetime.now(UTC)
     published = moment.astimezone(UTC).replace(tzinfo=None) if moment.tzinfo else moment
     return ReadModel("", published, wh.status(), month_frames, whole)
+
+
+def month_series(wh: Warehouse, month: Month, config: Config) -> dict[str, pl.DataFrame]:
+    """The charts' series of `month` (in its own zone), by read model table."""
+    return {
+        "queue_wait_daily": series.queue_wait_daily(wh, month),
+        "allocation_hourly": allocation_hourly(wh, month, config),
+        "inference_hourly": inference_hourly(wh, month),
+        "idle_daily": idle_daily(wh, month),
+        "preemptions_daily": preemptions_daily(wh, month, config),
+    }
 
 
 def _version_name(published_at: datetime, root: Path) -> str:

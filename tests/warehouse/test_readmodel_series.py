@@ -12,7 +12,7 @@ from polars.testing import assert_frame_equal
 
 from gpusteward import tables
 from gpusteward.config.schema import Config, RuleConfig, RuleMatch
-from gpusteward.domain import Scenario
+from gpusteward.domain import Month, Scenario
 from tests.reports.fixtures import MONTH, demo_outputs
 from warehouse import Warehouse
 from warehouse.readmodel import load_read_model, publish, snapshot
@@ -58,3 +58,26 @@ def test_every_series_survives_publish_and_load(wh: Warehouse, tmp_path: Path) -
     assert set(model.allocation_hourly(MONTH)["zone"]) == {ZONE}
     assert model.idle_daily(MONTH)["idle_held_gpu_hours"].to_list() == [0.75]
     assert model.preemptions_daily(MONTH).select("scenario", "preempted").rows() == [("training", 1)]
+
+
+def test_a_writer_recomputes_only_the_newest_months_series(wh: Warehouse) -> None:
+    """The service publishes every few minutes: past months' series come from its previous version."""
+    months = [Month(2026, 9), Month(2026, 10), MONTH]
+    for month in months:
+        wh.store_month_outputs(replace(demo_outputs(), month=month))
+
+    def minutes_at(t: datetime) -> None:
+        frame = tables.conform(pl.DataFrame([{"cluster": "east", "host": "a", "gpu": 0, "ts": t, "job_id": "1"}]),
+                               tables.GPU_MINUTES)
+        wh.ingest(str(t), {"gpu_minutes": frame})
+
+    minutes_at(datetime(2026, 9, 3))
+    first = snapshot(wh, config=CONFIG)
+    assert first.allocation_hourly(months[0]).height == 1
+    # Late data for September, new data for October and November.
+    for t in (datetime(2026, 9, 4), datetime(2026, 10, 4), datetime(2026, 11, 4)):
+        minutes_at(t)
+    again = snapshot(wh, config=CONFIG, previous=first)
+    assert again.allocation_hourly(months[0]).equals(first.allocation_hourly(months[0]))  # lent, not rescanned
+    assert [again.allocation_hourly(m).height for m in months[1:]] == [1, 1]  # the newest two: computed again
+    assert snapshot(wh, config=CONFIG).allocation_hourly(months[0]).height == 2  # a fresh writer scans it all
