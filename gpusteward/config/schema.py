@@ -16,6 +16,7 @@ from gpusteward.config.inference import InferenceConfig
 from gpusteward.config.limits import LimitsConfig
 from gpusteward.config.protection import InferenceReserveLine as InferenceReserveLine  # noqa: PLC0414 - re-exported
 from gpusteward.config.protection import ProtectionConfig as ProtectionConfig  # noqa: PLC0414 - re-exported
+from gpusteward.config.reclaim import ReclaimConfig
 from gpusteward.config.service import ServiceConfig
 from gpusteward.domain import Scenario
 
@@ -180,6 +181,9 @@ class Config:
     inference: InferenceConfig = opt(InferenceConfig(), "inference-server metric mappings added to the built-ins")
     service: ServiceConfig = opt(ServiceConfig(), "how `gpusteward serve` runs: listen address, imports, live scrapes")
     limits: LimitsConfig = opt(LimitsConfig(), "bounds on every file and scrape the collectors read")
+    reclaim: ReclaimConfig = opt(
+        ReclaimConfig(), "idle GPUs reclaimed by policy: warn the owner, then act (docs/reclaim.md)"
+    )
     base_dir: str = field(default=".", metadata={"help": "", "internal": True})
 
     def resolve(self, relative: str) -> str:

@@ -13,6 +13,7 @@ import polars as pl
 
 from gpusteward import cron
 from gpusteward.config.inference import SELECTOR_ROLES, parse_selector
+from gpusteward.config.reclaim_checks import check_reclaim
 from gpusteward.config.schema import Config, ScenarioConfig, SloConfig
 from gpusteward.domain import Scenario
 from gpusteward.indicators import INDICATORS, Judgement, Unit
@@ -309,6 +310,7 @@ CHECKS: tuple[Callable[[Config], list[str]], ...] = (
     _service_jobs,
     _limits,
     _proxy_identity,
+    check_reclaim,
 )
 
 
