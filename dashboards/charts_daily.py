@@ -63,6 +63,52 @@ def idle_chart(frame: pl.DataFrame, tx: Texts) -> alt.Chart:
     return chart
 
 
+def idle_objective_frame(view: View) -> pl.DataFrame | None:
+    """Per day and team with an `idle_gpu_hours` objective: its interactive idle GPU-hours so far this month
+    (idle and idle-held, as the interactive evaluator counts them) and the month's objective; None when no
+    team has one. The objective is the month's, so the running total is what meets it, up to the last day
+    with data."""
+    results = view.outputs.results
+    objectives = results.filter(
+        (pl.col("indicator") == "idle_gpu_hours") & (pl.col("subject_kind") == "team")
+        & pl.col("objective").is_not_null()
+    ).select(pl.col("subject").alias("team"), "objective").unique("team")
+    daily = _scoped(view.model.idle_daily(view.month), view).filter(pl.col("idle_held_gpu_hours").is_not_null())
+    if objectives.is_empty() or daily.is_empty():
+        return None
+    last = daily["day"].max()
+    idle = (
+        daily.filter(pl.col("scenario") == Scenario.INTERACTIVE.value)
+        .group_by("day", "team").agg((pl.col("idle_gpu_hours") + pl.col("idle_held_gpu_hours")).sum().alias("idle"))
+    )
+    days = month_days(view.month).filter(pl.col("day") <= last)
+    frame = (
+        days.join(objectives, how="cross")
+        .join(idle, on=["day", "team"], how="left")
+        .sort("team", "day")
+        .with_columns(pl.col("idle").fill_null(0.0).cum_sum().over("team").alias("to_date"))
+    )
+    return frame.with_columns(_named(pl.col("team"), frame["team"], view.team_name).alias("team_name"))
+
+
+def idle_objective_chart(frame: pl.DataFrame, tx: Texts) -> alt.LayerChart:
+    """A running total per team and, in its colour, a dashed rule at its monthly objective."""
+    team = alt.Color("team_name:N", title=tx("col.team"))
+    line = alt.Chart(frame).mark_line(point=True).encode(
+        x=day_axis(tx),
+        y=alt.Y("to_date:Q", title=tx("chart.idle_to_date_h")),
+        color=team,
+        tooltip=[alt.Tooltip("team_name:N", title=tx("col.team")), day_tooltip(tx),
+                 alt.Tooltip("to_date:Q", title=tx("chart.idle_to_date_h"), format=".1f"),
+                 alt.Tooltip("objective:Q", title=tx("chart.objective"), format=".0f")],
+    )
+    rules = frame.select("team_name", "objective").unique().sort("team_name")
+    return with_rule(line, rules, "objective:Q", team, [
+        alt.Tooltip("team_name:N", title=tx("col.team")),
+        alt.Tooltip("objective:Q", title=tx("chart.objective"), format=".0f")], height=220,
+        title=tx("chart.idle_to_date_h"))
+
+
 def preemption_frames(view: View) -> tuple[pl.DataFrame, pl.DataFrame] | None:
     """(per day and scenario: preempted records; per day and cluster with a training line: the ratio and
     the line's max_ratio); None when no record was preempted and no cluster has a line."""

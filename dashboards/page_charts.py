@@ -11,7 +11,14 @@ import streamlit as st
 
 from dashboards.charts import queue_wait_chart, queue_wait_frame
 from dashboards.charts_allocation import allocation_chart, allocation_frames
-from dashboards.charts_daily import idle_chart, idle_frame, preemption_chart, preemption_frames
+from dashboards.charts_daily import (
+    idle_chart,
+    idle_frame,
+    idle_objective_chart,
+    idle_objective_frame,
+    preemption_chart,
+    preemption_frames,
+)
 from dashboards.charts_inference import inference_chart, inference_frame
 from dashboards.texts import Texts
 from dashboards.view import View
@@ -66,11 +73,19 @@ def inference_section(view: View) -> None:
 
 
 def idle_section(view: View) -> None:
+    """Idle-held GPU-hours by day and team; below, where teams have an `idle_gpu_hours` objective, their
+    interactive idle so far this month against it."""
     tx, idle = view.tx, view.config.idle
     frame = idle_frame(view)
-    chart_section(tx, _keys("idle"), [idle_chart(frame, tx)] if frame is not None else None,
-                  zone=_zone(view.model.idle_daily(view.month)), util=tx.fmt.number(idle.util_below, 1),
-                  minutes=idle.min_minutes, mib=tx.fmt.number(idle.held_memory_mib))
+    charts: list[Any] = [idle_chart(frame, tx)] if frame is not None else []
+    to_date = idle_objective_frame(view) if charts else None
+    if to_date is not None:
+        charts.append(idle_objective_chart(to_date, tx))
+    chart_section(tx, _keys("idle"), charts, zone=_zone(view.model.idle_daily(view.month)),
+                  util=tx.fmt.number(idle.util_below, 1), minutes=idle.min_minutes,
+                  mib=tx.fmt.number(idle.held_memory_mib))
+    if to_date is not None:
+        st.caption(tx("chart.idle_to_date_help"))
 
 
 def preemption_section(view: View) -> None:

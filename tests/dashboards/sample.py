@@ -98,14 +98,14 @@ SAMPLE_INFERENCE = {  # "ghost" has no result this month: not drawn
     "p95_s": [4.0, 3.0, 0.3, 1.0],
     "p99_s": [9.5, 7.0, 0.5, 2.0],
 }
-SAMPLE_IDLE = {
-    "day": [date(2026, 11, 1), date(2026, 11, 1), date(2026, 11, 2)],
-    "zone": ["UTC"] * 3,
-    "scenario": ["training", "evaluation", "training"],
-    "team": ["vision", "nlp", "vision"],
-    "gpu_hours": [40.0, 12.0, 36.0],
-    "idle_gpu_hours": [1.0, 0.25, 0.0],
-    "idle_held_gpu_hours": [3.0, 0.5, 2.0],
+SAMPLE_IDLE = {  # research's interactive sessions count against its idle_gpu_hours objective (100 a month)
+    "day": [date(2026, 11, 1), date(2026, 11, 1), date(2026, 11, 2), date(2026, 11, 1), date(2026, 11, 3)],
+    "zone": ["UTC"] * 5,
+    "scenario": ["training", "evaluation", "training", "interactive", "interactive"],
+    "team": ["vision", "nlp", "vision", "research", "research"],
+    "gpu_hours": [40.0, 12.0, 36.0, 90.0, 80.0],
+    "idle_gpu_hours": [1.0, 0.25, 0.0, 20.0, 10.0],
+    "idle_held_gpu_hours": [3.0, 0.5, 2.0, 40.0, 30.0],
 }
 SAMPLE_PREEMPTIONS = {
     "day": [date(2026, 11, 1), date(2026, 11, 1), date(2026, 11, 2), date(2026, 11, 3)],

@@ -17,7 +17,14 @@ from streamlit.testing.v1 import AppTest
 from dashboards.app import SCREENS
 from dashboards.charts import month_hours
 from dashboards.charts_allocation import allocation_chart, allocation_frames
-from dashboards.charts_daily import idle_chart, idle_frame, preemption_chart, preemption_frames
+from dashboards.charts_daily import (
+    idle_chart,
+    idle_frame,
+    idle_objective_chart,
+    idle_objective_frame,
+    preemption_chart,
+    preemption_frames,
+)
 from dashboards.charts_inference import inference_chart, inference_frame
 from dashboards.texts import Texts
 from dashboards.view import Filters, View, filter_outputs
@@ -132,12 +139,26 @@ def test_idle_days_by_team_and_the_team_filter() -> None:
     frame = idle_frame(_view())
     assert frame is not None
     assert frame.select("day", "team_name", "idle_held_gpu_hours").rows() == [
-        (date(2026, 11, 1), "NLP", 0.5), (date(2026, 11, 1), "Vision", 3.0), (date(2026, 11, 2), "Vision", 2.0)]
+        (date(2026, 11, 1), "NLP", 0.5), (date(2026, 11, 1), "Research", 40.0), (date(2026, 11, 1), "Vision", 3.0),
+        (date(2026, 11, 2), "Vision", 2.0), (date(2026, 11, 3), "Research", 30.0)]
     only = idle_frame(_view(filters=Filters(teams=("nlp",))))
     assert only is not None
     assert set(only["team"]) == {"nlp"}
     spec = _spec(idle_chart(frame, Texts("zh")))
     assert spec["encoding"]["y"]["title"] == Texts("zh")("chart.idle_held_h")
+
+
+def test_interactive_idle_runs_up_to_the_teams_monthly_objective() -> None:
+    frame = idle_objective_frame(_view())
+    assert frame is not None
+    # research alone has an idle_gpu_hours objective; the total runs to the last day with data (3 Nov)
+    assert frame.select("day", "team", "to_date", "objective").rows() == [
+        (date(2026, 11, 1), "research", 60.0, 100.0), (date(2026, 11, 2), "research", 60.0, 100.0),
+        (date(2026, 11, 3), "research", 100.0, 100.0)]
+    spec = _spec(idle_objective_chart(frame, Texts("zh")))
+    assert [layer["mark"]["type"] for layer in spec["layer"]] == ["line", "rule"]
+    assert spec["title"] == Texts("zh")("chart.idle_to_date_h")
+    assert idle_objective_frame(_view(filters=Filters(teams=("vision",)))) is None  # vision has no objective
 
 
 def test_preemptions_by_scenario_and_the_training_ratio_against_its_line() -> None:
