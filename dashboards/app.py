@@ -192,12 +192,13 @@ def _read_model(root: str, version: str | None) -> Reader:
 
 
 @st.cache_resource(ttl=CACHE_TTL_S, show_spinner=False, max_entries=2)
-def _from_db(db: str, tz: str) -> Reader:
+def _from_db(db: str, config_file: str | None) -> Reader:
+    """A snapshot of the file, its series in the config's zone and classified by its rules."""
     from warehouse import open_warehouse
     from warehouse.readmodel import materialized, snapshot
 
     with open_warehouse(db, read_only=True) as wh:
-        return materialized(snapshot(wh, tz=tz))
+        return materialized(snapshot(wh, config=load_config(config_file) if config_file else Config()))
 
 
 def main(argv: Sequence[str] | None = None) -> None:
@@ -212,7 +213,7 @@ def main(argv: Sequence[str] | None = None) -> None:
     else:
 
         def open_model() -> Reader:
-            return _from_db(args.db, config.timezone)
+            return _from_db(args.db, args.config)
 
     run_app(open_model, config, first_month=args.month, api_url=args.api,
             api_token=os.environ.get(args.api_token_env) or None, team_header=args.team_header,

@@ -11,9 +11,15 @@ import streamlit as st
 
 from dashboards import alert_links
 from dashboards import page_frames as pf
-from dashboards.charts import queue_wait_chart, queue_wait_frame
 from dashboards.frames import AT_RISK_BUDGET, AT_RISK_MARGIN
 from dashboards.overview import render_overview
+from dashboards.page_charts import (
+    allocation_section,
+    idle_section,
+    inference_section,
+    preemption_section,
+    queue_wait_section,
+)
 from dashboards.tables import show_table, show_wrapped
 from dashboards.texts import Texts
 from dashboards.view import View
@@ -48,7 +54,7 @@ def header(view: View, key: str) -> None:
 
 def overview(view: View) -> None:
     st.caption(view.tx("page.published", at=view.tx.fmt.moment(view.model.published_at), zone=view.tx.zone))
-    render_overview(view.overview(), view.lang)
+    render_overview(view.overview(), view.lang, charts=lambda: allocation_section(view))
     if view.team_scope:
         st.caption(view.tx("page.team_scope", team=view.team_name(view.team_scope)))
 
@@ -66,7 +72,7 @@ def scenarios(view: View) -> None:
 def queues(view: View) -> None:
     header(view, "queues.title")
     tx = view.tx
-    _queue_wait_chart(view)
+    queue_wait_section(view)
     st.subheader(tx("queues.wait"))
     _queue_objectives(view)
     st.subheader(tx("queues.arrays"))
@@ -79,17 +85,6 @@ def queues(view: View) -> None:
                             subject_label="col.team"), view, "sla_results")
     st.subheader(tx("queues.quota_history"))
     _table(pf.quota_history(view), view, "quota_plan_items")
-
-
-def _queue_wait_chart(view: View) -> None:
-    tx = view.tx
-    st.subheader(tx("queues.chart"))
-    frame = queue_wait_frame(view)
-    if frame is None:
-        st.info(tx("queues.chart_none"))
-        return
-    st.caption(tx("queues.chart_help", zone=frame["zone"][0]))  # the zone the publisher counted days in
-    st.altair_chart(queue_wait_chart(frame, tx), width="stretch")
 
 
 def _queue_objectives(view: View) -> None:
@@ -114,6 +109,7 @@ def _queue_objectives(view: View) -> None:
 
 def inference(view: View) -> None:
     header(view, "inference.title")
+    inference_section(view)
     st.caption(view.tx("inference.headroom_help"))
     _table(pf.services_table(view), view, "sla_results")
 
@@ -122,6 +118,7 @@ def idle(view: View) -> None:
     header(view, "idle_page.title")
     tx = view.tx
     st.caption(tx("completeness.honest"))
+    idle_section(view)
     teams = pf.idle_teams(view)
     if teams is not None:
         x = tx("col.team")
@@ -134,7 +131,7 @@ def idle(view: View) -> None:
 
 def preemption(view: View) -> None:
     header(view, "preemption.title")
-    st.info(view.tx("common.not_available", reason=view.tx("preemption.pending")))
+    preemption_section(view)
 
 
 def review(view: View) -> None:
