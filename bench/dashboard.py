@@ -175,13 +175,12 @@ def _switches(browser: Any, url: str, visits: list[Any], headings: list[str]) ->
 
 
 def _measure(browser: Any, published: Any, baseline: str, size: Size, goal_s: float) -> dict[str, Any]:
-    from dashboards.app import PAGES
     from dashboards.texts import Texts
-    from tests.browser.figures import visits_for
+    from tests.browser.figures import dashboard_pages, visits_for
     from tests.browser.fleet import serving
 
     tx = Texts("en", published.shown.config.timezone)
-    visits = [v for v in visits_for(PAGES) if v.registered][:size.pages]
+    visits = [v for v in visits_for(dashboard_pages()) if v.registered][:size.pages]
     headings = [v.heading(tx, published.shown) for v in visits]
     addresses = [f"{{url}}/{v.page}" + (f"?{urlencode(v.query(published.shown))}" if v.query else "")
                  for v in visits]

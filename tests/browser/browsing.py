@@ -164,9 +164,9 @@ def nav_link(page: str, lang: Lang) -> re.Pattern[str]:
 def go_to(page: Any, url: str, visit: Visit, lang: Lang, shown: Shown) -> None:
     """Open `visit` in the tab `page` and wait until it is drawn: from the sidebar, or by its address when it
     has a query (a new session, so the language is chosen again)."""
-    address = urlparse(page.url)
-    here = address.path.strip("/").rsplit("/", 1)[-1] or PAGES[0]  # the first page is the default
-    if visit.query is None and (here != visit.page or address.query):  # a click on the page shown would rerun it
+    # The page shown is not clicked again (that would rerun it); its query holds the sidebar's state.
+    here = urlparse(page.url).path.strip("/").rsplit("/", 1)[-1] or PAGES[0]  # the first page is the default
+    if visit.query is None and here != visit.page:
         page.get_by_test_id("stSidebarNavLink").filter(has_text=nav_link(visit.page, lang)).first.click()
     elif visit.query is not None:
         page.goto(f"{url}/{visit.page}?{urlencode(visit.query(shown))}", wait_until="domcontentloaded")

@@ -46,13 +46,12 @@ def save_for_docs(source: Path, target: Path) -> int:
 
 
 def take(root: Path, out: Path, scratch: Path) -> list[tuple[Path, int]]:
-    from dashboards.app import PAGES
     from tests.browser.browsing import Tabs, chromium, go_to
-    from tests.browser.figures import visits_for
+    from tests.browser.figures import dashboard_pages, visits_for
     from tests.browser.fleet import serving
 
     published = _published(root)
-    visits = [v for v in visits_for(PAGES) if v.registered]
+    visits = [v for v in visits_for(dashboard_pages()) if v.registered]
     wanted: list[tuple[Lang, Any]] = [("en", v) for v in visits] + [("zh", v) for v in visits
                                                                      if v.name in IN_CHINESE]
     written = []

@@ -2,7 +2,7 @@
 code, and read back from the page in the browser (Streamlit's data grids draw on a canvas; the
 rows in view are also in an accessible table, which is what is read here).
 
-**Adding a page.** Every name in `dashboards.app.PAGES` needs at least one `Visit` (the browser test
+**Adding a page.** Every name in `dashboards.app.PAGES` and `DRILL_PAGES` needs at least one `Visit` (the browser test
 fails for a page without one, naming this file). A page's checks live in a module of their own beside
 this one, `tests/browser/figures_<topic>.py`, holding `VISITS: list[Visit]`; `all_visits()` finds
 every such module, so a new page needs no edit here. A check reads the page (`grids`, `metrics`,
@@ -220,6 +220,13 @@ VISITS = [
     Visit("plans", _plans),
     Visit("alerts", _alerts),
 ]
+
+
+def dashboard_pages() -> tuple[str, ...]:
+    """Every page the dashboard's navigation holds: dashboards.app.PAGES, then its drill-down pages."""
+    from dashboards.app import DRILL_PAGES, PAGES
+
+    return (*PAGES, *DRILL_PAGES)
 
 
 def all_visits() -> list[Visit]:

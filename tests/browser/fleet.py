@@ -82,7 +82,7 @@ def simulate_into(folder: Path, *, days: int, nodes: int) -> None:
 def evaluated(wh: Warehouse, root: Path, config: Config, at: datetime) -> Published:
     """Evaluate the month in `wh` at `at` (the plan's creation, the alerts' tick), publish it to root/readmodel."""
     raise_alerts(wh, config, evaluate(wh, config, MONTH, now=at), at)
-    publish(snapshot(wh, now=at, tz=config.timezone), root / "readmodel")
+    publish(snapshot(wh, now=at, config=config), root / "readmodel")  # as `gpusteward serve` publishes
     return shown_from(wh, root, config, at)
 
 
@@ -95,9 +95,11 @@ def shown_from(wh: Warehouse, root: Path, config: Config, at: datetime) -> Publi
 
 
 def reopened(root: Path, at: datetime) -> Published:
-    """A month published into `root` before (by `simulated_month` or `evaluated`), read again."""
+    """A month evaluated into `root` before (by `simulated_month` or `evaluated`), published again, so the read
+    model is what this version of the code publishes."""
     config = load_config(root / "gpusteward.toml")
-    with open_warehouse(config.resolve(config.warehouse.path), read_only=True) as wh:
+    with open_warehouse(config.resolve(config.warehouse.path)) as wh:
+        publish(snapshot(wh, now=at, config=config), root / "readmodel")
         return shown_from(wh, root, config, at)
 
 

@@ -12,19 +12,18 @@ from typing import Any
 
 import pytest
 
-from dashboards.app import PAGES
 from dashboards.texts import Texts
 from reports.locale import LANGS, Lang
 from tests.browser.browsing import READY, TIMEOUT_MS, Tabs, go_to, no_errors, rendered
 from tests.browser.conftest import Dashboard
-from tests.browser.figures import Visit, visits_for
+from tests.browser.figures import Visit, dashboard_pages, visits_for
 from tests.browser.shots import assert_like_reference, capture, keep_copy
 
 __all__ = ["READY", "TIMEOUT_MS", "_no_errors", "_rendered"]  # the names other browser tests import from here
 _rendered = rendered
 _no_errors = no_errors
 
-CASES = [(lang, visit) for lang in LANGS for visit in visits_for(PAGES)]
+CASES = [(lang, visit) for lang in LANGS for visit in visits_for(dashboard_pages())]
 
 
 @pytest.fixture(scope="module")
