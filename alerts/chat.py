@@ -62,6 +62,7 @@ def _lines(alert: Alert, fmt: Formatter) -> list[tuple[str, str]]:
         (fmt.t("chat.label.when"), when),
         (fmt.t("chat.label.evidence"), _annotation(alert, "evidence", fmt.lang)),
         (fmt.t("chat.label.fallback"), _annotation(alert, "fallback", fmt.lang)),
+        (fmt.t("chat.label.dashboard"), alert.annotations.get("dashboard_url", "")),  # with `[dashboard] url`
     ]
     return [(k, v) for k, v in pairs if v]
 

@@ -11,11 +11,14 @@ import hashlib
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from typing import Any, Literal
+from zoneinfo import ZoneInfo
 
 import polars as pl
 
+from gpusteward import links
 from gpusteward.config.protection import configured_lines
 from gpusteward.config.schema import Config
+from gpusteward.domain import Month
 from reports.data_text import evidence_text
 from reports.locale import LANGS, Formatter
 from reports.model import Moment, Quantity, QuantityKind
@@ -130,6 +133,15 @@ def _keep_firing_for(config: Config, line: str, subject: str) -> timedelta:
     return max((c.keep_firing_for for c in _configured(config, line, subject)), default=timedelta(0))
 
 
+def dashboard_link(config: Config, line: str, subject: str, start: datetime) -> str | None:
+    """The dashboard page and filter behind an alert (gpusteward/links.py); None without `[dashboard] url`."""
+    if not config.dashboard.url:
+        return None
+    moment = start.replace(tzinfo=UTC) if start.tzinfo is None else start
+    day = moment.astimezone(ZoneInfo(config.timezone)).date()
+    return links.for_line(line, subject, str(Month.of(moment, config.timezone)), day).url(config.dashboard.url)
+
+
 def alerts_from_episodes(episodes: pl.DataFrame, config: Config, *, data_end: datetime | None = None) -> list[Alert]:
     """One alert per BREACH_EPISODES row (the lines join breaches into one row only within `keep_firing_for`).
 
@@ -175,6 +187,9 @@ def alerts_from_episodes(episodes: pl.DataFrame, config: Config, *, data_end: da
                 annotations[f"description_{lang}"] = _description(state, line, ep, fmt)
                 if ep["evidence"]:
                     annotations[f"evidence_{lang}"] = evidence_text(ep["evidence"], fmt)
+        link = dashboard_link(config, line, subject, ep["start"])
+        if link:
+            annotations["dashboard_url"] = link  # Grafana-style: the page and filter that show the breach
         for cfg_line in _configured(config, line, subject)[:1]:
             if str(cfg_line.fallback) == ep["fallback"]:
                 annotations |= {f"fallback_{lang}": text for lang, text in cfg_line.fallback.translations
@@ -188,6 +203,7 @@ def alerts_from_episodes(episodes: pl.DataFrame, config: Config, *, data_end: da
                 starts_at=ep["start"],
                 ends_at=None if firing else ep["end"],
                 receivers=_receivers(config, line, subject),
+                generator_url=link or "",
             )
         )
     return alerts

@@ -84,6 +84,7 @@ class Samples:
     post: list[tuple[float, float]] = field(default_factory=list)  # (began, seconds)
     metrics: list[tuple[float, float]] = field(default_factory=list)
     lock_waits: list[tuple[float, float]] = field(default_factory=list)  # (began, seconds an action waited)
+    problems: list[tuple[float, list[str]]] = field(default_factory=list)  # (cycle's end, its scrape problems)
 
 
 def _summary(values: list[float], scale: float, unit: str) -> dict[str, float | int]:
@@ -106,6 +107,9 @@ def _phase(samples: Samples, interval_s: float, lo: float, hi: float) -> dict[st
         "api_post_action": _summary([s for t, s in samples.post if lo <= t < hi], 1000.0, "ms"),
         "api_get_metrics": _summary([s for t, s in samples.metrics if lo <= t < hi], 1000.0, "ms"),
         "action_write_lock_wait": _summary([s for t, s in samples.lock_waits if lo <= t < hi], 1000.0, "ms"),
+        # A late cycle is only half the story: a target that timed out or failed lost its minutes too.
+        "scrape_problems": sum(len(p) for t, p in samples.problems if lo <= t < hi),
+        "scrape_problem_examples": [x for t, p in samples.problems if lo <= t < hi for x in p][:3],
     }
 
 
@@ -237,6 +241,15 @@ def _watch_cycles(service: Any, samples: Samples) -> None:
             return run(now)
 
         job.run = timed_run
+        source = job.source
+        collect = source.collect
+
+        def counted_collect(now: datetime, collect: Any = collect) -> Any:
+            batch = collect(now)
+            samples.problems.append((time.monotonic(), [str(p) for p in batch.problems]))
+            return batch
+
+        source.collect = counted_collect
 
 
 def _watch_lock_waits(service: Any, samples: Samples) -> None:

@@ -41,9 +41,11 @@ if __name__ == "__main__":
 
 import streamlit as st  # noqa: E402
 
+from dashboards import urlstate  # noqa: E402
 from dashboards.identity import Refusal, SignIn, viewer_from_headers  # noqa: E402
 from dashboards.texts import LANGUAGE_NAMES, Texts  # noqa: E402
 from dashboards.view import Filters, Reader, View, choices, filter_outputs, naive_now  # noqa: E402
+from gpusteward import links  # noqa: E402
 from gpusteward.config import load_config  # noqa: E402
 from gpusteward.config.schema import Config  # noqa: E402
 from gpusteward.domain import Month  # noqa: E402
@@ -53,6 +55,9 @@ CACHE_TTL_S = 60
 VIEW_KEY = "_gpusteward_view"
 SCREENS = Path(__file__).parent / "screens"
 PAGES = ("overview", "scenarios", "queues", "inference", "idle", "preemption", "review", "plans", "alerts")
+# The GPU heatmap and the drill-down from a team to its jobs and to one job (dashboards/drill_pages.py). A
+# comment, not a docstring: Streamlit runs this file as a page and would write a bare string on it.
+DRILL_PAGES = ("heatmap", "jobs", "job")
 
 
 def parse_args(argv: Sequence[str]) -> argparse.Namespace:
@@ -101,6 +106,7 @@ def _month(model: Reader, tx: Texts, first: Month | None) -> Month | None:
     if not months:
         return None
     options = [str(m) for m in reversed(months)]
+    urlstate.seed_one(st.session_state, st.query_params, links.MONTH, "month", options)
     if st.session_state.get("month") not in options:
         st.session_state["month"] = str(first) if first is not None and str(first) in options else options[0]
     return Month.parse(st.sidebar.selectbox(tx("sidebar.month"), options, key="month"))
@@ -110,6 +116,11 @@ def _filters(view_choices: tuple[list[str], list[str], list[str]], tx: Texts, co
              team_scope: str | None) -> Filters:
     clusters, teams, scenarios = view_choices
     names = {k: t.display_name or k for k, t in config.teams.items()}
+    params = st.query_params
+    urlstate.seed_many(st.session_state, params, links.CLUSTER, "f_clusters", clusters)
+    urlstate.seed_many(st.session_state, params, links.SCENARIO, "f_scenarios", scenarios)
+    if not team_scope:
+        urlstate.seed_many(st.session_state, params, links.TEAM, "f_teams", teams)
     picked_clusters = st.sidebar.multiselect(tx("sidebar.cluster"), clusters, key="f_clusters",
                                              placeholder=tx("sidebar.all"))
     if team_scope:
@@ -159,11 +170,15 @@ def run_app(
         return
     outputs = model.month_outputs(month)
     filters = _filters(choices(outputs, config), tx, config, viewer.team)
+    urlstate.write(st.session_state, st.query_params, {
+        links.MONTH: [str(month)], links.CLUSTER: filters.clusters,
+        links.TEAM: filters.teams if not viewer.team else (), links.SCENARIO: filters.scenarios,
+    })
     st.session_state[VIEW_KEY] = View(model, month, filter_outputs(outputs, filters), filters, lang, config,
                                       naive_now(now), viewer.team, api_url, api_token, viewer.forwarded(sign_in))
     nav = st.navigation([
         st.Page(str(SCREENS / f"{name}.py"), title=tx(f"nav.{name}"), url_path=name, default=name == "overview")
-        for name in PAGES
+        for name in (*PAGES, *DRILL_PAGES)
     ])
     nav.run()
 
@@ -177,12 +192,13 @@ def _read_model(root: str, version: str | None) -> Reader:
 
 
 @st.cache_resource(ttl=CACHE_TTL_S, show_spinner=False, max_entries=2)
-def _from_db(db: str, tz: str) -> Reader:
+def _from_db(db: str, config_file: str | None) -> Reader:
+    """A snapshot of the file, its series in the config's zone and classified by its rules."""
     from warehouse import open_warehouse
-    from warehouse.readmodel import snapshot
+    from warehouse.readmodel import materialized, snapshot
 
     with open_warehouse(db, read_only=True) as wh:
-        return snapshot(wh, tz=tz)
+        return materialized(snapshot(wh, config=load_config(config_file) if config_file else Config()))
 
 
 def main(argv: Sequence[str] | None = None) -> None:
@@ -197,7 +213,7 @@ def main(argv: Sequence[str] | None = None) -> None:
     else:
 
         def open_model() -> Reader:
-            return _from_db(args.db, config.timezone)
+            return _from_db(args.db, args.config)
 
     run_app(open_model, config, first_month=args.month, api_url=args.api,
             api_token=os.environ.get(args.api_token_env) or None, team_header=args.team_header,

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from datetime import timedelta
 
 import polars as pl
@@ -121,12 +122,15 @@ def _status(data: OverviewData, tx: Texts) -> None:
         show_table(table, tx)
 
 
-def render_overview(data: OverviewData, lang: Lang) -> None:
-    """Draw the overview of one month in `lang` ("en" or "zh")."""
+def render_overview(data: OverviewData, lang: Lang, charts: Callable[[], None] | None = None) -> None:
+    """Draw the overview of one month in `lang` ("en" or "zh"); `charts`, when given, draws the series
+    charts between the headline cards and the tables."""
     tx = Texts(lang, data.zone)
     st.title(tx("page.title", month=tx.fmt.month(data.month)))
     _data_age(data, tx)
     _metrics(data, tx)
+    if charts is not None:
+        charts()
     left, right = st.columns(2)
     with left:
         _usage(data, tx)

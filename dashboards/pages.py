@@ -2,17 +2,26 @@
 
 from __future__ import annotations
 
+import json
 from datetime import timedelta
 
 import httpx
 import polars as pl
 import streamlit as st
 
+from dashboards import alert_links
 from dashboards import page_frames as pf
-from dashboards.charts import queue_wait_chart, queue_wait_frame
 from dashboards.frames import AT_RISK_BUDGET, AT_RISK_MARGIN
 from dashboards.overview import render_overview
+from dashboards.page_charts import (
+    allocation_section,
+    idle_section,
+    inference_section,
+    preemption_section,
+    queue_wait_section,
+)
 from dashboards.tables import show_table, show_wrapped
+from dashboards.texts import Texts
 from dashboards.view import View
 from reports import build_review, render_markdown
 
@@ -45,7 +54,7 @@ def header(view: View, key: str) -> None:
 
 def overview(view: View) -> None:
     st.caption(view.tx("page.published", at=view.tx.fmt.moment(view.model.published_at), zone=view.tx.zone))
-    render_overview(view.overview(), view.lang)
+    render_overview(view.overview(), view.lang, charts=lambda: allocation_section(view))
     if view.team_scope:
         st.caption(view.tx("page.team_scope", team=view.team_name(view.team_scope)))
 
@@ -63,7 +72,7 @@ def scenarios(view: View) -> None:
 def queues(view: View) -> None:
     header(view, "queues.title")
     tx = view.tx
-    _queue_wait_chart(view)
+    queue_wait_section(view)
     st.subheader(tx("queues.wait"))
     _queue_objectives(view)
     st.subheader(tx("queues.arrays"))
@@ -76,17 +85,6 @@ def queues(view: View) -> None:
                             subject_label="col.team"), view, "sla_results")
     st.subheader(tx("queues.quota_history"))
     _table(pf.quota_history(view), view, "quota_plan_items")
-
-
-def _queue_wait_chart(view: View) -> None:
-    tx = view.tx
-    st.subheader(tx("queues.chart"))
-    frame = queue_wait_frame(view)
-    if frame is None:
-        st.info(tx("queues.chart_none"))
-        return
-    st.caption(tx("queues.chart_help", zone=frame["zone"][0]))  # the zone the publisher counted days in
-    st.altair_chart(queue_wait_chart(frame, tx), width="stretch")
 
 
 def _queue_objectives(view: View) -> None:
@@ -111,6 +109,7 @@ def _queue_objectives(view: View) -> None:
 
 def inference(view: View) -> None:
     header(view, "inference.title")
+    inference_section(view)
     st.caption(view.tx("inference.headroom_help"))
     _table(pf.services_table(view), view, "sla_results")
 
@@ -119,6 +118,7 @@ def idle(view: View) -> None:
     header(view, "idle_page.title")
     tx = view.tx
     st.caption(tx("completeness.honest"))
+    idle_section(view)
     teams = pf.idle_teams(view)
     if teams is not None:
         x = tx("col.team")
@@ -131,7 +131,7 @@ def idle(view: View) -> None:
 
 def preemption(view: View) -> None:
     header(view, "preemption.title")
-    st.info(view.tx("common.not_available", reason=view.tx("preemption.pending")))
+    preemption_section(view)
 
 
 def review(view: View) -> None:
@@ -155,13 +155,27 @@ def _post(view: View, path: str, body: dict[str, object]) -> tuple[int, str]:
     return response.status_code, response.text
 
 
+REFUSALS = (400, 401, 403, 404, 408, 409, 413, 503)  # the control API's documented refusals (its OpenAPI document)
+
+
+def refusal_text(tx: Texts, status: int, text: str) -> str:
+    """What a refusal means, in the viewer's language, then the service's own words (its `error` field)."""
+    try:
+        answer = json.loads(text)
+        detail = str(answer.get("error") or text) if isinstance(answer, dict) else text
+    except ValueError:
+        detail = text
+    meaning = tx(f"control.refused.{status}") if status in REFUSALS else tx("control.refused.other")
+    return tx("control.failed", status=status or "—", meaning=meaning, error=detail[:300])
+
+
 def _report(view: View, status: int, text: str) -> None:
     tx = view.tx
     if 200 <= status < 300:
         st.success(tx("control.done"))
         st.cache_resource.clear()
     else:
-        st.warning(tx("control.failed", status=status or "—", error=text[:300]))
+        st.warning(refusal_text(tx, status, text))
 
 
 def _can_act(view: View) -> bool:
@@ -206,6 +220,7 @@ def alerts(view: View) -> None:
     tx = view.tx
     table = pf.alerts_table(view)
     _table(table, view, "alerts")
+    alert_links.show(view, view.alerts())
     if table is None or not _can_act(view):
         return
     fingerprints = view.alerts()["fingerprint"].unique(maintain_order=True).to_list()

@@ -15,11 +15,14 @@ Rules (documented in docs/reports.md):
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
+from datetime import UTC, datetime
 from typing import Any
+from zoneinfo import ZoneInfo
 
 import polars as pl
 
 from gpusteward import evidence as stored_evidence
+from gpusteward import links
 from gpusteward.domain import Scenario
 from reports.context import Context
 from reports.data_text import evidence_phrases
@@ -47,6 +50,7 @@ class _Candidate:
     params: tuple[tuple[str, Cell], ...]
     evidence: Evidence | None
     section: str
+    target: links.Destination | None = None  # the dashboard page that shows what is behind it
 
 
 def _strong(cell: Text | Term) -> Text | Term:
@@ -92,13 +96,15 @@ def _from_results(ctx: Context) -> list[_Candidate]:
                 entitled = ctx.config.teams.get(row["subject"] or "")
                 share = Quantity(entitled.entitled_share if entitled else None, "percent")
                 out.append(_Candidate(sev, "share", order, "finding.share", (*base, ("entitled", share)),
-                                      ev, "task_mix"))
+                                      ev, "task_mix", links.team_jobs(str(ctx.month), row["subject"] or "",
+                                                                      sort="gpu_hours")))
             continue
         if indicator == "capacity_headroom":
             if row["value"] is not None and row["value"] < (row["objective"] if row["objective"] is not None
                                                              else NEAR_CAPACITY):
                 params = (*base[:3], ("value", Quantity(row["value"], "percent")))
-                out.append(_Candidate("warning", "service", order, "finding.near_capacity", params, ev, "latency"))
+                out.append(_Candidate("warning", "service", order, "finding.near_capacity", params, ev, "latency",
+                                      links.page(links.INFERENCE, str(ctx.month))))
             continue
         if row["met"] is False:
             out.append(_miss(ctx, row, base, ev, order))
@@ -111,10 +117,11 @@ def _miss(
     ctx: Context, row: dict[str, Any], base: tuple[tuple[str, Cell], ...], ev: Evidence, name: str
 ) -> _Candidate:
     indicator, sev = row["indicator"], _miss_severity(row)
+    target = _subject_page(ctx, row)
     if indicator.startswith("queue_wait"):
-        return _Candidate(sev, "queue", name, "finding.queue_wait", base, ev, "queues")
+        return _Candidate(sev, "queue", name, "finding.queue_wait", base, ev, "queues", target)
     if row["subject_kind"] == "service":
-        return _Candidate(sev, "service", name, "finding.service", base, ev, "latency")
+        return _Candidate(sev, "service", name, "finding.service", base, ev, "latency", target)
     if indicator == "idle_gpu_hours":
         idle = ctx.frame("idle").filter(pl.col("team") == row["subject"])
         same_scenario = idle.filter(pl.col("scenario") == row["scenario"])
@@ -125,9 +132,24 @@ def _miss(
             held = Quantity(float(idle["idle_held_minutes"].sum()) / 60, "gpu_hours")
             job = Text(f"{top['cluster']}/{top['job']}")
             params = (*base, ("held", held), ("job", job))
-            return _Candidate(sev, "idle", name, "finding.idle", params, ev, "idle")
-        return _Candidate(sev, "idle", name, "finding.idle_short", base, ev, "idle")
-    return _Candidate(sev, "sla_miss", name, "finding.sla_miss", base, ev, "sla")
+            return _Candidate(sev, "idle", name, "finding.idle", params, ev, "idle", target)
+        return _Candidate(sev, "idle", name, "finding.idle_short", base, ev, "idle", target)
+    return _Candidate(sev, "sla_miss", name, "finding.sla_miss", base, ev, "sla", target)
+
+
+def _subject_page(ctx: Context, row: dict[str, Any]) -> links.Destination | None:
+    """A result's page: a queue's on the queues page, a team's jobs (those that left GPUs idle, or waited,
+    for those indicators), a service's on the inference page."""
+    month, subject, kind = str(ctx.month), str(row["subject"] or ""), row["subject_kind"]
+    if kind == "queue":
+        return links.queue(month, subject)
+    if kind == "team":
+        indicator = str(row["indicator"])
+        focus = "idle" if indicator == "idle_gpu_hours" else "wait" if indicator.startswith("queue_wait") else "all"
+        return links.team_jobs(month, subject, focus)
+    if kind == "service":
+        return links.page(links.INFERENCE, month)
+    return None
 
 
 def _from_episodes(ctx: Context) -> list[_Candidate]:
@@ -152,7 +174,11 @@ def _from_episodes(ctx: Context) -> list[_Candidate]:
         pointers = [e for e in dict.fromkeys(group.sort("start")["evidence"].to_list()) if e]
         ev = Evidence("breach_episodes", group.height, ctx.gpu_coverage.get(subject_s), None,
                       stored_evidence.joined(*pointers))
-        out.append(_Candidate(sev, "breach", subject_s, "finding.breach", params, ev, "breaches"))
+        first = group["start"].min()
+        day = (first.replace(tzinfo=UTC).astimezone(ZoneInfo(ctx.month.tz)).date()
+               if isinstance(first, datetime) else None)
+        out.append(_Candidate(sev, "breach", subject_s, "finding.breach", params, ev, "breaches",
+                              links.for_line(line_s, subject_s, str(ctx.month), day)))
     return out
 
 
@@ -183,7 +209,8 @@ def _from_completeness(ctx: Context) -> list[_Candidate]:
             ("detail", evidence_phrases(row["detail"])),
         )
         ev = Evidence("completeness", present, ratio(present, expected), None, row["detail"] or "")
-        out.append(_Candidate(sev, "gap", str(row["cluster"]), key, params, ev, "completeness"))
+        out.append(_Candidate(sev, "gap", str(row["cluster"]), key, params, ev, "completeness",
+                              links.heatmap(str(row["cluster"]), None, str(ctx.month))))
     return out
 
 
@@ -194,7 +221,8 @@ def _from_plan(ctx: Context) -> list[_Candidate]:
     params: tuple[tuple[str, Cell], ...] = (("count", Quantity(items.height, "count")),)
     plans = sorted({str(p) for p in items["plan_id"].to_list() if p})
     ev = Evidence("quota_plan_items", items.height, None, None, " ".join(f"plan={p}" for p in plans))
-    return [_Candidate("info", "quota", "", "finding.quota", params, ev, "quota")]
+    target = links.page(links.PLANS, str(ctx.month))
+    return [_Candidate("info", "quota", "", "finding.quota", params, ev, "quota", target)]
 
 
 _MUST_HAVE_ROWS = ("results", "usage", "idle", "completeness")
@@ -217,7 +245,9 @@ def build_findings(ctx: Context) -> tuple[Finding, ...]:
     candidates = [*_from_episodes(ctx), *_from_results(ctx), *_from_completeness(ctx), *_from_unavailable(ctx),
                   *_from_plan(ctx)]
     candidates.sort(key=lambda c: (SEVERITY_ORDER.index(c.severity), _RANK[c.kind], c.subject, c.key))
+    base = ctx.config.dashboard.url
     return tuple(
-        Finding(c.severity, Message(c.key, c.params, ctx.notes.ref(c.evidence) if c.evidence else None), c.section)
+        Finding(c.severity, Message(c.key, c.params, ctx.notes.ref(c.evidence) if c.evidence else None), c.section,
+                c.target.url(base) if c.target else None)
         for c in candidates
     )

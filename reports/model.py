@@ -166,6 +166,7 @@ class Finding:
     severity: Severity
     message: Message
     section: str  # key of the section with the detail
+    link: str | None = None  # the dashboard page and filter behind it; None without `[dashboard] url`
 
 
 @dataclass(frozen=True)

@@ -93,7 +93,10 @@ class _MarkdownView:
         out = []
         for f in self.review.findings:
             severity = _strong(self.fmt.term("severity", f.severity))
-            out.append(self.t("summary.item", severity=severity, text=self.msg(f.message)))
+            text = self.msg(f.message)
+            if f.link:
+                text += " " + self.t("summary.link", text=self.t("summary.dashboard"), url=f.link)
+            out.append(self.t("summary.item", severity=severity, text=text))
         return out
 
     def chart_caption(self, chart: Chart) -> str:

@@ -69,6 +69,7 @@ class Request:
     reason: str | None
     month: str | None = None
     override: str | None = None
+    via: str | None = None  # the relaying token's identity when a proxy or the dashboard acts for `actor`
 
 
 class Controller(Protocol):
@@ -108,7 +109,8 @@ def _text(body: Mapping[str, Any], name: str, what: str) -> str | None:
     return value
 
 
-def build_request(actor: str, action: Action, target: str, body: Mapping[str, Any], now: datetime) -> Request:
+def build_request(actor: str, action: Action, target: str, body: Mapping[str, Any], now: datetime, *,
+                  via: str | None = None) -> Request:
     """Check every field of `body` for `action`; the Request the controller acts on, or BadRequestError.
 
     Nothing is recorded before this returns, so a refused request leaves no audit row."""
@@ -139,7 +141,7 @@ def build_request(actor: str, action: Action, target: str, body: Mapping[str, An
             raise BadRequestError("path must be the quarantined file's path, as `gpusteward status` shows it",
                              where="body.path")
         target = path
-    return Request(actor, action, target, until, reason, month, override)
+    return Request(actor, action, target, until, reason, month, override, via)
 
 
 def _is_month(value: object) -> bool:

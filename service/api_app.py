@@ -111,7 +111,7 @@ class _Handlers:
         actor = caller.identity
         body = parse_body(await self._read_body(request))
         target = next(iter(request.path_params.values()), "")
-        checked = build_request(actor, action, str(target), body, self.ctx.controller.now())
+        checked = build_request(actor, action, str(target), body, self.ctx.controller.now(), via=caller.via)
         result = await anyio.to_thread.run_sync(
             functools.partial(self.ctx.controller.act, checked), limiter=self.limiter
         )

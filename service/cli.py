@@ -27,6 +27,7 @@ from service.cli_options import (
     pick_month,
 )
 from service.cli_quota import quota
+from service.cli_reclaim import reclaim
 from service.cli_scheduler import scheduler
 from service.cli_simulate_serve import serve_fleet
 from service.cli_slo import slo
@@ -285,6 +286,7 @@ cli.add_command(collect)
 cli.add_command(serve_fleet)
 cli.add_command(slo)
 cli.add_command(api_token)
+cli.add_command(reclaim)
 
 
 def main() -> None:

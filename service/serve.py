@@ -53,7 +53,7 @@ from service.tasks import snapshot as warehouse_snapshot
 from warehouse import Warehouse, open_warehouse
 from warehouse import control as control_store
 from warehouse.control import ControlError
-from warehouse.readmodel import publish, snapshot
+from warehouse.readmodel import ReadModel, publish, snapshot
 
 log = logging.getLogger("gpusteward.service")
 
@@ -116,6 +116,7 @@ class Service:
         self.lanes: list[Scheduler] = []
         self.spool: Spool | None = None
         self._wh: Warehouse | None = None
+        self._published: ReadModel | None = None  # lends the next snapshot its past months' series
         self._loop_alive = False
 
     # -- the Controller the API calls --------------------------------------------------------------
@@ -150,6 +151,7 @@ class Service:
             reason=request.reason,
             override=request.override,
             separation=self.config.service.separation_of_duties,
+            via=request.via,
         )
         if request.action == "review.trigger":
             self.shared.review_requests.append(month)
@@ -166,7 +168,7 @@ class Service:
         assert self.scheduler is not None  # scheduled before the API starts
         self.scheduler.publish_soon()
         return {"action_id": entry.action_id, "action": entry.action, "target": entry.target, "actor": entry.actor,
-                "override": entry.override}
+                "via": entry.via, "override": entry.override}
 
     # -- running -----------------------------------------------------------------------------------
 
@@ -230,8 +232,9 @@ class Service:
                 return
             started = time.perf_counter()
             with warehouse_snapshot(wh, self.lock) as view:
-                model = snapshot(view, now=self.now(), tz=self.config.timezone)
-            publish(model, self.settings.read_model)
+                model = snapshot(view, now=self.now(), config=self.config, previous=self._published)
+                publish(model, self.settings.read_model)  # reads the days of GPU buckets that changed from `view`
+            self._published = model
             self.metrics.publish_done(model, time.perf_counter() - started)
 
     def _permanent(self, job: str, error: str, now: datetime) -> None:

@@ -8,6 +8,8 @@ evaluation window (a running job holds its GPUs up to the end of the data), so a
 what sla.usage counts for the month. The utilisation is that of the allocated GPU-minutes with
 data (GR_ENGINE_ACTIVE when present, else GPU_UTIL / 100), attributed through the job id to the
 team and scenario of the job's latest record; minutes without telemetry are left out, never 0.
+The day's idle and idle-held GPU-minutes (sla.idle_states, counted in the same digest) are attributed
+the same way, so a team's days sum to its idle_by_job minutes.
 """
 
 from __future__ import annotations
@@ -24,6 +26,7 @@ from sla.minute_digest import minute_digest
 from sla.results import DAILY_USAGE
 
 _KEY = ("day", "scenario", "team")
+_IDLE = ("idle_minutes", "idle_held_minutes")
 _DAY = timedelta(days=1)
 
 
@@ -45,7 +48,8 @@ def _daily_hours(jobs: pl.DataFrame, window: Window) -> pl.DataFrame:
 
 
 def _daily_util(inputs: EvaluationInputs, jobs: pl.DataFrame, idle: IdleConfig) -> pl.DataFrame:
-    """(day, scenario, team, util_minutes, util_sum) from the allocated GPU-minutes with a value."""
+    """(day, scenario, team, util_minutes, util_sum, idle_minutes, idle_held_minutes) from the allocated
+    GPU-minutes with a value."""
     owners = (
         jobs.sort("submit_time")
         .group_by("cluster", pl.col("job_id").cast(pl.Utf8))
@@ -54,13 +58,13 @@ def _daily_util(inputs: EvaluationInputs, jobs: pl.DataFrame, idle: IdleConfig) 
     minutes = (
         minute_digest(inputs, idle)
         .job_days.filter(pl.col("util_minutes") > 0)
-        .select("cluster", "job_id", "day", "util_minutes", pl.col("util_sum").alias("_util_sum"))
+        .select("cluster", "job_id", "day", "util_minutes", pl.col("util_sum").alias("_util_sum"), *_IDLE)
     )
     return (
         minutes.join(owners, on=["cluster", "job_id"], how="left")
         .with_columns(pl.col("team").fill_null(UNATTRIBUTED), pl.col("scenario").fill_null(UNATTRIBUTED))
         .group_by(*_KEY)
-        .agg(pl.col("util_minutes").sum(), pl.col("_util_sum").sum())
+        .agg(pl.col("util_minutes").sum(), pl.col("_util_sum").sum(), *[pl.col(c).sum() for c in _IDLE])
     )
 
 
@@ -74,6 +78,7 @@ def daily_usage(inputs: EvaluationInputs, config: Config) -> pl.DataFrame:
         .with_columns(
             pl.col("gpu_hours").fill_null(0.0),
             pl.col("util_minutes").fill_null(0),
+            *[pl.col(c).fill_null(0) for c in _IDLE],
             pl.when(pl.col("util_minutes") > 0)
             .then(pl.col("_util_sum") / pl.col("util_minutes"))
             .otherwise(None)

@@ -163,12 +163,16 @@ LEDGER = schema(
 
 DAILY_USAGE = schema(
     {
-        "day": pl.Date,  # UTC calendar day
+        "day": pl.Date,  # calendar day in the pool's time zone (sla/daily.py)
         "scenario": pl.Utf8,
         "team": pl.Utf8,
         "gpu_hours": pl.Float64,  # allocated GPU-hours held inside the day (and the evaluation window)
         "util_minutes": pl.Int64,  # allocated GPU-minutes of the day with a utilisation value
         "util_mean": pl.Float64,  # mean utilisation 0..1 over those minutes; null when none
+        # allocated GPU-minutes of the day in idle runs (sla.idle_states), memory released / held; null
+        # for months stored before migration 025
+        "idle_minutes": pl.Int64,
+        "idle_held_minutes": pl.Int64,
     }
 )
 

@@ -36,6 +36,7 @@ CONTROL_ACTIONS = schema(
         "until_ts": pl.Datetime("us"),
         "reason": pl.Utf8,
         "override": pl.Utf8,  # plan.approve of a plan flagged by its replay: why it is approved anyway
+        "via": pl.Utf8,  # the relaying token's identity when a proxy or the dashboard acted for `actor`
     }
 )
 PLAN_DECISIONS = schema(
@@ -71,6 +72,7 @@ class ActionRecord:
     until: datetime | None = None
     reason: str | None = None
     override: str | None = None
+    via: str | None = None
 
 
 def _naive(moment: datetime) -> datetime:
@@ -96,13 +98,15 @@ def record(
     reason: str | None = None,
     override: str | None = None,
     separation: bool = False,
+    via: str | None = None,
 ) -> ActionRecord:
     """Check the action against the warehouse, then store it. Raises ControlError when it cannot be taken.
 
     `override`: the reason to approve a plan whose replay makes a protected objective worse (the plan
     body's `protected` list); such a plan is refused without one, and only plan.approve takes one.
     `separation`: separation of duties; whoever proposed or applied a plan cannot approve it. That
-    refusal is itself stored in the audit trail (action `plan.approve.refused`), then raised (403)."""
+    refusal is itself stored in the audit trail (action `plan.approve.refused`), then raised (403).
+    `via`: the identity of the token that relayed the request for `actor` (a sign-in proxy, the dashboard)."""
     if action not in ACTIONS:
         raise ControlError(f"unknown action {action!r}", status=400)
     if not actor:
@@ -122,7 +126,7 @@ def record(
         if decided is not None:
             raise ControlError(f"plan {target!r} was already decided ({decided})", status=409)
         if action == "plan.approve" and separation:
-            _separate_duties(con, actor, target, at=at, reason=reason)
+            _separate_duties(con, actor, target, at=at, reason=reason, via=via)
         if action == "plan.approve" and override is None:
             _refuse_protected(con, target)
     elif action in ("alert.silence", "alert.acknowledge"):
@@ -135,13 +139,13 @@ def record(
     ):
         raise ControlError(f"no quarantined file at {target!r} (`gpusteward status` lists them)", status=404)
     entry = ActionRecord(uuid.uuid4().hex, _naive(at), actor, action, target, _naive(until) if until else None, reason,
-                         override)
+                         override, via)
     run(
         con,
-        "INSERT INTO control_actions (action_id, acted_at, actor, action, target, until_ts, reason, override)"
-        " VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+        "INSERT INTO control_actions (action_id, acted_at, actor, action, target, until_ts, reason, override, via)"
+        " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
         [entry.action_id, entry.at, entry.actor, entry.action, entry.target, entry.until, entry.reason,
-         entry.override],
+         entry.override, entry.via],
     )
     return entry
 
@@ -164,7 +168,7 @@ def _plan_roles(con: duckdb.DuckDBPyConnection, plan_id: str) -> tuple[list[str]
 
 
 def _separate_duties(
-    con: duckdb.DuckDBPyConnection, actor: str, plan_id: str, *, at: datetime, reason: str | None
+    con: duckdb.DuckDBPyConnection, actor: str, plan_id: str, *, at: datetime, reason: str | None, via: str | None
 ) -> None:
     """Refuse (and record the refusal) when the approver proposed or applied the plan."""
     proposed, applied = _plan_roles(con, plan_id)
@@ -177,9 +181,10 @@ def _separate_duties(
     )
     run(
         con,
-        "INSERT INTO control_actions (action_id, acted_at, actor, action, target, until_ts, reason, override)"
-        " VALUES (?, ?, ?, ?, ?, NULL, ?, NULL)",
-        [uuid.uuid4().hex, _naive(at), actor, REFUSED_APPROVAL, plan_id, f"{message}; their reason: {reason or '-'}"],
+        "INSERT INTO control_actions (action_id, acted_at, actor, action, target, until_ts, reason, override, via)"
+        " VALUES (?, ?, ?, ?, ?, NULL, ?, NULL, ?)",
+        [uuid.uuid4().hex, _naive(at), actor, REFUSED_APPROVAL, plan_id, f"{message}; their reason: {reason or '-'}",
+         via],
     )
     raise ControlError(message, status=403)
 

@@ -91,13 +91,7 @@ def evaluation_inputs(
     """The month's inputs. With `idle`, the GPU-minutes come digested (read a chunk of hosts at a time,
     so memory does not grow with the fleet) and `gpu_minutes` is empty; without, they come whole."""
     lo, hi = _bounds(month)
-    jobs = _frame(
-        con,
-        "SELECT * FROM jobs WHERE submit_time < ? AND (end_time IS NULL OR end_time >= ?)"
-        " ORDER BY cluster, job_id, submit_time",
-        [hi, lo],
-        tables.JOBS,
-    )
+    jobs = month_jobs(con, month)
     events = _frame(
         con,
         "SELECT e.* FROM job_events e SEMI JOIN ("
@@ -139,6 +133,18 @@ def evaluation_inputs(
     if idle is None:
         return inputs
     return replace(inputs, minute_digest=month_digest(con, window_of(inputs), idle, chunk_rows))
+
+
+def month_jobs(con: duckdb.DuckDBPyConnection, month: Month) -> pl.DataFrame:
+    """JOBS records that overlap `month`: submitted before its end and not ended before its start."""
+    lo, hi = _bounds(month)
+    return _frame(
+        con,
+        "SELECT * FROM jobs WHERE submit_time < ? AND (end_time IS NULL OR end_time >= ?)"
+        " ORDER BY cluster, job_id, submit_time",
+        [hi, lo],
+        tables.JOBS,
+    )
 
 
 def slurm_queue(con: duckdb.DuckDBPyConnection, month: Month) -> tuple[pl.DataFrame, pl.DataFrame, pl.DataFrame]:

@@ -16,6 +16,14 @@ and, after every write cycle, publishes a snapshot of the derived data as Parque
         quota_plan_items/month=YYYY-MM/part-0.parquet  items of the month's latest plan
         alerts/month=YYYY-MM/part-0.parquet
         queue_wait_daily/month=YYYY-MM/part-0.parquet  queue wait p95 per day and queue, for the charts
+        job_records/month=YYYY-MM/part-0.parquet  the job records overlapping the month (drill-down to a job)
+        ledger/month=YYYY-MM/part-0.parquet          preemptions, requeues and reclaims (sla/results.py LEDGER)
+        gpu_buckets/day=YYYY-MM-DD/part-0.parquet    each GPU's 5-minute buckets, per UTC day (warehouse/gpu_series.py)
+        gpu_inventory/part-0.parquet   every GPU with when it was first and last seen (the heatmap's rows)
+        allocation_hourly/month=YYYY-MM/part-0.parquet GPUs allocated and engine activity per cluster and hour
+        inference_hourly/month=YYYY-MM/part-0.parquet  latency p95/p99 and request rate per service and hour
+        idle_daily/month=YYYY-MM/part-0.parquet        idle and idle-held GPU-hours per day, scenario and team
+        preemptions_daily/month=YYYY-MM/part-0.parquet records ended and preempted per day, cluster, scenario, team
         quota_plans/part-0.parquet     every plan, with its decision (approved/rejected) when one was taken
         alert_states/part-0.parquet    silences and acknowledgements per alert fingerprint
         control_actions/part-0.parquet the audit trail of the control API
@@ -36,18 +44,24 @@ import os
 import shutil
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
-from dataclasses import dataclass, field
-from datetime import UTC, datetime
+from dataclasses import dataclass, field, replace
+from datetime import UTC, date, datetime
 from pathlib import Path
 from typing import Any
 
 import polars as pl
 
 from gpusteward import tables
+from gpusteward.config.schema import Config
 from gpusteward.domain import Month
 from sla import results
 from sla.outputs import MonthOutputs, plan_protected_frame, plan_replay_frame
-from warehouse import control, queries, series
+from warehouse import control, gpu_series, queries, series
+from warehouse.gpu_buckets import GPU_INVENTORY, gpu_inventory
+from warehouse.gpu_series import GpuSeries, MemorySeries, ParquetSeries, WarehouseSeries
+from warehouse.series_allocation import ALLOCATION_HOURLY, allocation_hourly
+from warehouse.series_daily import IDLE_DAILY, PREEMPTIONS_DAILY, idle_daily, preemptions_daily
+from warehouse.series_inference import INFERENCE_HOURLY, inference_hourly
 from warehouse.store import Warehouse
 
 FORMAT = 1
@@ -64,8 +78,21 @@ MONTH_TABLES: dict[str, pl.Schema] = {
     "quota_plan_items": results.QUOTA_PLAN_ITEMS,
     "month_arrays": results.ARRAYS,
     "alerts": queries.ALERTS,
-    "queue_wait_daily": series.QUEUE_WAIT_DAILY,  # charts: downsampled here, never minute rows
+    "job_records": tables.JOBS,  # drill-down: a team's jobs, one job's page
+    "ledger": results.LEDGER,
 }
+# charts: downsampled in the warehouse, never minute or job rows
+SERIES_TABLES: dict[str, pl.Schema] = {
+    "queue_wait_daily": series.QUEUE_WAIT_DAILY,
+    "allocation_hourly": ALLOCATION_HOURLY,
+    "inference_hourly": INFERENCE_HOURLY,
+    "idle_daily": IDLE_DAILY,
+    "preemptions_daily": PREEMPTIONS_DAILY,
+}
+MONTH_TABLES |= SERIES_TABLES
+FRESH_MONTHS = 2
+"""Months whose series every snapshot computes again: the latest with outputs and the one before it (the
+service evaluates the previous month again on the first day of a month)."""
 PLANS = tables.schema(
     dict(queries.PLANS)
     | {"decision": pl.Utf8, "decided_by": pl.Utf8, "decided_at": pl.Datetime("us"), "override": pl.Utf8}
@@ -74,6 +101,7 @@ WHOLE_TABLES: dict[str, pl.Schema] = {
     "quota_plans": PLANS,
     "alert_states": control.ALERT_STATES,
     "control_actions": control.CONTROL_ACTIONS,
+    "gpu_inventory": GPU_INVENTORY,
 }
 
 
@@ -90,6 +118,7 @@ class ReadModel:
     status_info: Mapping[str, Any]
     month_frames: Mapping[str, Mapping[str, pl.DataFrame]]  # table -> month -> frame
     whole: Mapping[str, pl.DataFrame] = field(default_factory=dict)
+    series: GpuSeries = field(default_factory=MemorySeries)  # per-GPU buckets, read a day at a time
 
     def months(self) -> list[Month]:
         """Months with evaluated outputs, oldest first."""
@@ -109,6 +138,7 @@ class ReadModel:
             completeness=self._month("completeness", month),
             plan_items=self._month("quota_plan_items", month),
             arrays=self._month("month_arrays", month),
+            ledger=self._month("ledger", month),
             plan_replay=plan_replay_frame(self._plan_part(month, "replay")),
             plan_protected=plan_protected_frame(self._plan_part(month, "protected")),
         )
@@ -121,9 +151,48 @@ class ReadModel:
     def status(self) -> dict[str, Any]:
         return dict(self.status_info)
 
+    def series_of(self, month: Month) -> dict[str, pl.DataFrame] | None:
+        """Every series of `month` this version holds, or None when it lacks one (a version from before it)."""
+        held = {name: self.month_frames.get(name, {}).get(str(month)) for name in SERIES_TABLES}
+        return {name: frame for name, frame in held.items() if frame is not None} if all(
+            frame is not None for frame in held.values()) else None
+
     def queue_wait_daily(self, month: Month) -> pl.DataFrame:
         """Wait p95 per day and queue (warehouse/series.py), in the time zone the snapshot was taken in."""
         return self._month("queue_wait_daily", month)
+
+    def job_records(self, month: Month) -> pl.DataFrame:
+        """JOBS records overlapping the month (every record of a requeued job)."""
+        return self._month("job_records", month)
+
+    def gpu_inventory(self) -> pl.DataFrame:
+        return self.whole.get("gpu_inventory", tables.empty(GPU_INVENTORY))
+
+    def gpu_buckets(
+        self, lo: datetime, hi: datetime, *, cluster: str | None = None, job_id: str | None = None
+    ) -> pl.DataFrame:
+        """GPU_BUCKETS starting in [lo, hi) (naive UTC), of one cluster and one job label when given."""
+        return gpu_series.between(self.series, lo, hi, cluster=cluster, job_id=job_id)
+
+    def gpu_days(self) -> list[date]:
+        """UTC days with GPU buckets, oldest first."""
+        return sorted(self.series.fingerprints())
+
+    def allocation_hourly(self, month: Month) -> pl.DataFrame:
+        """GPUs reporting and allocated, and their utilisation, per cluster and hour (series_allocation.py)."""
+        return self._month("allocation_hourly", month)
+
+    def inference_hourly(self, month: Month) -> pl.DataFrame:
+        """Latency p95/p99 and request rate per service and hour (series_inference.py)."""
+        return self._month("inference_hourly", month)
+
+    def idle_daily(self, month: Month) -> pl.DataFrame:
+        """Allocated, idle and idle-held GPU-hours per day, scenario and team (series_daily.py)."""
+        return self._month("idle_daily", month)
+
+    def preemptions_daily(self, month: Month) -> pl.DataFrame:
+        """Records ended and preempted per day, cluster, scenario and team (series_daily.py)."""
+        return self._month("preemptions_daily", month)
 
     def alerts(self, month: Month | None = None) -> pl.DataFrame:
         if month is not None:
@@ -142,11 +211,25 @@ class ReadModel:
         return self.whole.get("control_actions", tables.empty(control.CONTROL_ACTIONS))
 
 
-def snapshot(wh: Warehouse, *, now: datetime | None = None, tz: str = "UTC") -> ReadModel:
-    """Everything the read model holds, read from the warehouse (the writer's connection); daily series
-    by the days of `tz` (the pool's time zone, `Config.timezone`)."""
+def snapshot(
+    wh: Warehouse, *, now: datetime | None = None, tz: str | None = None, config: Config | None = None,
+    previous: ReadModel | None = None,
+) -> ReadModel:
+    """Everything the read model holds, read from the warehouse (the writer's connection). The series
+    count days and hours of `tz`, else of the config's pool zone (`Config.timezone`), else UTC, and
+    classify job records into scenarios and teams with the config's rules (none given: no rules).
+
+    `previous`, the version the same writer published last (with the same config), lends its series of
+    every month but the newest `FRESH_MONTHS`: a month's series cost a scan of its GPU-minutes, the
+    service publishes every few minutes, and only the newest months are evaluated again.
+
+    The GPU buckets are computed when published (only the days that changed) or read, so `wh` must stay
+    open until then; `materialized` holds them in memory instead."""
+    config = config or Config(timezone=tz or "UTC")
+    zone = tz or config.timezone
     month_frames: dict[str, dict[str, pl.DataFrame]] = {name: {} for name in MONTH_TABLES}
-    for month in wh.months():
+    months = wh.months()
+    for month in months:
         outputs = wh.month_outputs(month)
         parts = {
             "sla_results": outputs.results,
@@ -157,8 +240,11 @@ def snapshot(wh: Warehouse, *, now: datetime | None = None, tz: str = "UTC") -> 
             "quota_plan_items": outputs.plan_items,
             "month_arrays": outputs.arrays,
             "alerts": wh.alerts(month),
-            "queue_wait_daily": series.queue_wait_daily(wh, month.in_zone(tz)),
+            "job_records": queries.month_jobs(wh.connection, month.in_zone(zone)),
+            "ledger": outputs.ledger,
         }
+        lent = previous.series_of(month) if previous is not None and month not in months[-FRESH_MONTHS:] else None
+        parts |= lent or month_series(wh, month.in_zone(zone), config)
         for name, frame in parts.items():
             month_frames[name][str(month)] = tables.conform(frame, MONTH_TABLES[name])
     plans = wh.plans().join(control.plan_decisions(wh), on="plan_id", how="left")
@@ -166,10 +252,28 @@ def snapshot(wh: Warehouse, *, now: datetime | None = None, tz: str = "UTC") -> 
         "quota_plans": tables.conform(plans, PLANS),
         "alert_states": control.alert_states(wh),
         "control_actions": control.actions(wh),
+        "gpu_inventory": gpu_inventory(wh),
     }
     moment = now or datetime.now(UTC)
     published = moment.astimezone(UTC).replace(tzinfo=None) if moment.tzinfo else moment
-    return ReadModel("", published, wh.status(), month_frames, whole)
+    return ReadModel("", published, wh.status(), month_frames, whole, WarehouseSeries.of(wh))
+
+
+def materialized(model: ReadModel) -> ReadModel:
+    """`model` with its GPU buckets computed into memory, for a reader that closes the warehouse."""
+    held = model.series
+    return replace(model, series=held.materialize()) if isinstance(held, WarehouseSeries) else model
+
+
+def month_series(wh: Warehouse, month: Month, config: Config) -> dict[str, pl.DataFrame]:
+    """The charts' series of `month` (in its own zone), by read model table."""
+    return {
+        "queue_wait_daily": series.queue_wait_daily(wh, month),
+        "allocation_hourly": allocation_hourly(wh, month, config),
+        "inference_hourly": inference_hourly(wh, month),
+        "idle_daily": idle_daily(wh, month),
+        "preemptions_daily": preemptions_daily(wh, month, config),
+    }
 
 
 def _version_name(published_at: datetime, root: Path) -> str:
@@ -194,6 +298,7 @@ def publish(model: ReadModel, root: str | Path) -> str:
     tmp = base / f".tmp-{version}"
     tmp.mkdir()
     files: dict[str, list[str]] = {}
+    previous = _current_series(base)
     try:
         for name, by_month in model.month_frames.items():
             files[name] = [
@@ -202,6 +307,7 @@ def publish(model: ReadModel, root: str | Path) -> str:
             ]
         for name, frame in model.whole.items():
             files[name] = [_write(frame, tmp / name / "part-0.parquet").removeprefix(tmp.as_posix() + "/")]
+        written = gpu_series.write_series(model.series, tmp, previous)
         (tmp / "status.json").write_text(json.dumps(model.status_info, default=str), encoding="utf-8")
         manifest = {
             "format": FORMAT,
@@ -209,6 +315,7 @@ def publish(model: ReadModel, root: str | Path) -> str:
             "published_at": model.published_at.isoformat(),
             "months": [str(m) for m in model.months()],
             "files": files,
+            gpu_series.TABLE: {"days": written.index, "computed": written.computed, "linked": written.linked},
         }
         (tmp / "manifest.json").write_text(json.dumps(manifest, indent=2), encoding="utf-8")
         os.rename(tmp, base / version)
@@ -220,6 +327,18 @@ def publish(model: ReadModel, root: str | Path) -> str:
     os.replace(pointer, base / CURRENT)
     _prune(base, version)
     return version
+
+
+def _current_series(base: Path) -> tuple[Path, gpu_series.Index] | None:
+    """The current version's folder and GPU bucket index, whose unchanged days the next version links."""
+    version = current_version(base)
+    if version is None:
+        return None
+    try:
+        manifest = json.loads((base / version / "manifest.json").read_text(encoding="utf-8"))
+    except (FileNotFoundError, json.JSONDecodeError):
+        return None
+    return base / version, gpu_series.read_index(manifest)
 
 
 def _prune(base: Path, current: str) -> None:
@@ -258,7 +377,11 @@ def _load_version(base: Path, version: str) -> ReadModel:
             }
         elif name in WHOLE_TABLES:
             whole[name] = tables.conform(pl.read_parquet(folder / paths[0]), WHOLE_TABLES[name])
-    return ReadModel(version, datetime.fromisoformat(manifest["published_at"]), status, month_frames, whole)
+    def refresh() -> tuple[Path, gpu_series.Index]:
+        return _current_series(base) or (folder, {})
+
+    buckets = ParquetSeries(folder, gpu_series.read_index(manifest), refresh)
+    return ReadModel(version, datetime.fromisoformat(manifest["published_at"]), status, month_frames, whole, buckets)
 
 
 def load_read_model(root: str | Path, *, attempts: int = 3) -> ReadModel:

@@ -1,7 +1,12 @@
 """Time series for the dashboards' charts, downsampled here so no minute or job rows reach a browser.
 
 A month's queue waits come back as one row per local day and queue (a few hundred rows for a month,
-whatever the number of jobs); the dashboard draws them against the queue's objective.
+whatever the number of jobs); the dashboard draws them against the queue's objective. The other series
+live beside it: series_allocation.py (per cluster and hour), series_inference.py (per service and hour)
+and series_daily.py (idle per team, preemptions per scenario, by day).
+
+Hours are the pool's: `local_hour` maps an instant to the start of the local hour holding it, kept as a
+naive UTC instant so the two hours a DST change repeats stay apart.
 """
 
 from __future__ import annotations
@@ -20,6 +25,18 @@ QUEUE_WAIT_DAILY = tables.schema({
     "wait_p95_s": pl.Float64,  # linear 95th percentile of start - eligible, clipped at 0 (as sla/queues.py)
     "wait_max_s": pl.Float64,
 })
+
+
+def local_hour(moment: pl.Expr, tz: str) -> pl.Expr:
+    """Naive UTC instant at which the hour of `tz` holding the naive UTC `moment` began.
+
+    The offset is the moment's own, so in the hour a clock falls back twice both hours keep their own
+    start; zones whose offset is not whole hours (Asia/Kolkata) start their hours at :30 UTC.
+    """
+    if tz == "UTC":
+        return moment.dt.truncate("1h")
+    local = moment.dt.replace_time_zone("UTC").dt.convert_time_zone(tz).dt.replace_time_zone(None)
+    return local.dt.truncate("1h") - (local - moment)
 
 
 def queue_wait_daily(wh: Warehouse, month: Month) -> pl.DataFrame:

@@ -16,6 +16,7 @@ from gpusteward.config.inference import InferenceConfig
 from gpusteward.config.limits import LimitsConfig
 from gpusteward.config.protection import InferenceReserveLine as InferenceReserveLine  # noqa: PLC0414 - re-exported
 from gpusteward.config.protection import ProtectionConfig as ProtectionConfig  # noqa: PLC0414 - re-exported
+from gpusteward.config.reclaim import ReclaimConfig
 from gpusteward.config.service import ServiceConfig
 from gpusteward.domain import Scenario
 
@@ -161,6 +162,15 @@ class QuotaConfig:
 
 
 @dataclass(frozen=True)
+class DashboardConfig:
+    url: str = opt(
+        "",
+        "public base URL of the dashboard as its viewers open it (https://gpus.example.org/steward); the review's"
+        " findings and the alerts link to its pages with their filters; empty: no links are written",
+    )
+
+
+@dataclass(frozen=True)
 class Config:
     apiVersion: Literal["gpusteward/v1"] = opt("gpusteward/v1", "version of this file's schema")
     timezone: str = opt(
@@ -180,6 +190,10 @@ class Config:
     inference: InferenceConfig = opt(InferenceConfig(), "inference-server metric mappings added to the built-ins")
     service: ServiceConfig = opt(ServiceConfig(), "how `gpusteward serve` runs: listen address, imports, live scrapes")
     limits: LimitsConfig = opt(LimitsConfig(), "bounds on every file and scrape the collectors read")
+    reclaim: ReclaimConfig = opt(
+        ReclaimConfig(), "idle GPUs reclaimed by policy: warn the owner, then act (docs/reclaim.md)"
+    )
+    dashboard: DashboardConfig = opt(DashboardConfig(), "the dashboard the review and the alerts link to")
     base_dir: str = field(default=".", metadata={"help": "", "internal": True})
 
     def resolve(self, relative: str) -> str:

@@ -11,8 +11,9 @@ from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 import polars as pl
 
-from gpusteward import cron
+from gpusteward import cron, links
 from gpusteward.config.inference import SELECTOR_ROLES, parse_selector
+from gpusteward.config.reclaim_checks import check_reclaim
 from gpusteward.config.schema import Config, ScenarioConfig, SloConfig
 from gpusteward.domain import Scenario
 from gpusteward.indicators import INDICATORS, Judgement, Unit
@@ -299,6 +300,12 @@ def _proxy_identity(config: Config) -> list[str]:
     return problems
 
 
+def _dashboard(config: Config) -> list[str]:
+    """The dashboard's URL, when set, is an absolute http(s) address: links are written from it as they are."""
+    problem = links.base_url_problem(config.dashboard.url)
+    return [f"dashboard.url: {problem}"] if problem else []
+
+
 CHECKS: tuple[Callable[[Config], list[str]], ...] = (
     _clusters,
     _teams_and_rules,
@@ -309,6 +316,8 @@ CHECKS: tuple[Callable[[Config], list[str]], ...] = (
     _service_jobs,
     _limits,
     _proxy_identity,
+    check_reclaim,
+    _dashboard,
 )
 
 

@@ -76,6 +76,50 @@ SAMPLE_WAITS = {
 }
 
 
+# The other series (warehouse/series_*.py's shapes): east misses 02:00 (a gap), west reports no utilisation.
+SAMPLE_ALLOCATION = {
+    "hour": [datetime(2026, 11, 1, h) for h in (0, 1, 3, 0)],
+    "zone": ["UTC"] * 4,
+    "cluster": ["east", "east", "east", "west"],
+    "reporting_gpus": [30.0, 31.0, 32.0, 16.0],
+    "allocated_gpus": [24.0, 26.0, 20.0, 8.0],
+    "inference_gpus": [6.0, 8.0, 4.0, 0.0],
+    "util_minutes": [1440, 1560, 1200, 0],
+    "engine_minutes": [1440, 1560, 600, 0],
+    "util_mean": [0.55, 0.6, 0.3, None],
+}
+SAMPLE_INFERENCE = {  # "ghost" has no result this month: not drawn
+    "hour": [datetime(2026, 11, 1, 0), datetime(2026, 11, 1, 1), datetime(2026, 11, 1, 0), datetime(2026, 11, 1, 0)],
+    "zone": ["UTC"] * 4,
+    "service": ["chat-70b", "chat-70b", "embed-small", "ghost"],
+    "slots": [12, 11, 12, 12],
+    "requests": [45000.0, 36000.0, 7200.0, 10.0],
+    "rps": [12.5, 10.0, 2.0, 10 / 3600],
+    "p95_s": [4.0, 3.0, 0.3, 1.0],
+    "p99_s": [9.5, 7.0, 0.5, 2.0],
+}
+SAMPLE_IDLE = {  # research's interactive sessions count against its idle_gpu_hours objective (100 a month)
+    "day": [date(2026, 11, 1), date(2026, 11, 1), date(2026, 11, 2), date(2026, 11, 1), date(2026, 11, 3)],
+    "zone": ["UTC"] * 5,
+    "scenario": ["training", "evaluation", "training", "interactive", "interactive"],
+    "team": ["vision", "nlp", "vision", "research", "research"],
+    "gpu_hours": [40.0, 12.0, 36.0, 90.0, 80.0],
+    "idle_gpu_hours": [1.0, 0.25, 0.0, 20.0, 10.0],
+    "idle_held_gpu_hours": [3.0, 0.5, 2.0, 40.0, 30.0],
+}
+SAMPLE_PREEMPTIONS = {
+    "day": [date(2026, 11, 1), date(2026, 11, 1), date(2026, 11, 2), date(2026, 11, 3)],
+    "zone": ["UTC"] * 4,
+    "cluster": ["east", "east", "east", "east"],
+    "scenario": ["training", "interactive", "training", "training"],
+    "team": ["vision", "research", "nlp", "nlp"],
+    "ended": [12, 4, 5, 20],
+    "preempted": [3, 1, 0, 2],
+}
+SERIES = {"queue_wait_daily": SAMPLE_WAITS, "allocation_hourly": SAMPLE_ALLOCATION,
+          "inference_hourly": SAMPLE_INFERENCE, "idle_daily": SAMPLE_IDLE, "preemptions_daily": SAMPLE_PREEMPTIONS}
+
+
 def sample_model(*, with_plan: bool = True) -> ReadModel:
     """The hand-made month (and an empty October) as a published read model, with one plan and one alert."""
     import json
@@ -96,8 +140,8 @@ def sample_model(*, with_plan: bool = True) -> ReadModel:
             frames[name][key] = tables.conform(frame, MONTH_TABLES[name])
         frames["alerts"][key] = tables.empty(queries.ALERTS)
     frames["month_arrays"][str(MONTH)] = tables.conform(pl.DataFrame([SAMPLE_ARRAY]), MONTH_TABLES["month_arrays"])
-    waits = pl.DataFrame(SAMPLE_WAITS)
-    frames["queue_wait_daily"][str(MONTH)] = tables.conform(waits, MONTH_TABLES["queue_wait_daily"])
+    for name, series in SERIES.items():
+        frames[name][str(MONTH)] = tables.conform(pl.DataFrame(series), MONTH_TABLES[name])
     alert = FIRING[0] | {"month": str(MONTH), "body": "{}", "recorded_at": AS_OF}
     frames["alerts"][str(MONTH)] = tables.conform(pl.DataFrame([alert]), queries.ALERTS)
     items = demo_outputs().plan_items.to_dicts()

@@ -202,7 +202,8 @@ def _daily() -> pl.DataFrame:
         if i >= 9:
             util = (0, None) if i == 19 else (3600, 0.35)
             rows.append((day, "evaluation", "vision", 60.0 + 4 * i, *util))
-    return pl.DataFrame(rows, schema=DAILY_USAGE, orient="row")
+    # no idle minutes per day: a month stored before migration 025 carried none
+    return pl.DataFrame([(*r, None, None) for r in rows], schema=DAILY_USAGE, orient="row")
 
 
 def demo_config() -> Config:

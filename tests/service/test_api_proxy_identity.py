@@ -60,6 +60,7 @@ def test_a_trusted_proxy_names_the_user_and_the_config_gives_the_role(api: Serve
     assert "olga has the operator role; plan.approve needs approver" in refused.json()["error"]
     assert _post(api, SILENCE, {"X-Forwarded-User": "olga"}, body={"minutes": 30}).status_code == 200
     assert _acted(api) == [("alice", "plan.approve"), ("olga", "alert.silence")]
+    assert [r.via for r in api.controller.acted] == [None, None]  # the proxy's header alone: no token relayed
 
 
 def test_groups_map_to_roles_and_the_highest_applies(api: ServedApi) -> None:
@@ -108,6 +109,7 @@ def test_a_proxy_with_a_token_acts_for_the_user_with_no_more_than_the_token_allo
     assert silenced.status_code == 200
     assert silenced.json()["action"] == "alert.silence"
     assert _acted(api) == [("alice", "alert.silence")]
+    assert [r.via for r in api.controller.acted] == ["dashboard"]  # the audit also names the relaying token
     wrong = _post(api, SILENCE, {"X-Forwarded-User": "alice", "Authorization": "Bearer guessed"}, body={"minutes": 30})
     assert wrong.status_code == 401
 

@@ -28,14 +28,15 @@ from warehouse import control, open_warehouse
 from warehouse.quota_store import plan_body
 
 CONFIG = QUOTA_CONFIG + "\n[service]\nseparation_of_duties = SEPARATION\n"
-TOKENS = ",".join(f"{who}:approver:sha256:{digest(f'{who}-token')}" for who in ("alice", "bob"))
+TOKENS = ",".join(f"{who}:approver:sha256:{digest(f'{who}-token')}" for who in ("alice", "bob", "dashboard"))
+PROXY = '\n[service.proxy]\nuser_header = "X-Forwarded-User"\nroles = { alice = "approver", carol = "approver" }\n'
 
 
-def _month_with_a_plan(root: Path, *, separation: bool, proposer: str) -> tuple[Path, str]:
+def _month_with_a_plan(root: Path, *, separation: bool, proposer: str, extra: str = "") -> tuple[Path, str]:
     """A config, and a warehouse whose March plan `proposer` proposed (as `gpusteward quota plan` does)."""
     root.mkdir(parents=True, exist_ok=True)
     path = root / "gpusteward.toml"
-    path.write_text(CONFIG.replace("SEPARATION", str(separation).lower()), encoding="utf-8")
+    path.write_text(CONFIG.replace("SEPARATION", str(separation).lower()) + extra, encoding="utf-8")
     config = load_config(path)
     jobs = [job(n, submit=0, start=0 if n < 5 else 60, end=60 if n < 5 else 120) for n in range(1, 6)]
     quotas = [{"cluster": "east", "ts": T0, "kind": "account", "name": "nlp", "gpu_limit": 4}]
@@ -53,14 +54,16 @@ class Running:
     plan_id: str
     config_path: Path
 
-    def post(self, who: str, verb: str, body: dict[str, object]) -> httpx.Response:
+    def post(self, who: str, verb: str, body: dict[str, object], *, for_user: str | None = None) -> httpx.Response:
+        """`who`'s token; with `for_user`, the token relays for that person as a sign-in proxy does."""
         assert self.service.url is not None
+        headers = {"Authorization": f"Bearer {who}-token"} | ({"X-Forwarded-User": for_user} if for_user else {})
         return httpx.post(f"{self.service.url}/api/v1/plans/{self.plan_id}/{verb}", json=body, timeout=60,
-                          headers={"Authorization": f"Bearer {who}-token"})
+                          headers=headers)
 
 
-def _start(root: Path, *, separation: bool) -> Running:
-    config_path, plan_id = _month_with_a_plan(root, separation=separation, proposer="alice")
+def _start(root: Path, *, separation: bool, extra: str = "") -> Running:
+    config_path, plan_id = _month_with_a_plan(root, separation=separation, proposer="alice", extra=extra)
     settings = ServeSettings(read_model=root / "readmodel", port=0)
     service = Service(load_config(config_path), settings, env={"GPUSTEWARD_API_TOKENS": TOKENS})
     thread = threading.Thread(target=service.run, name="service-separation", daemon=True)
@@ -100,6 +103,25 @@ def test_the_proposer_cannot_approve_and_the_refusal_is_audited(separated: Runni
         assert "alice" in plan_body(wh, separated.plan_id)["proposed_by"]  # type: ignore[index]
     assert trail == [("alice", "plan.approve.refused", separated.plan_id), ("bob", "plan.approve", separated.plan_id)]
     assert decided == [("bob", "approved")]  # the refusal is audited, never a decision
+
+
+def test_a_relayed_action_is_audited_with_the_person_and_the_relaying_token(tmp_path: Path) -> None:
+    """The dashboard's token acting for alice, then for carol: each audit row names the person as the
+    actor and the dashboard's token as `via`; a person's own token leaves `via` empty."""
+    running = _start(tmp_path / "relay", separation=True, extra=PROXY)
+    try:
+        refused = running.post("dashboard", "approve", {"override": "accepted"}, for_user="alice")
+        assert refused.status_code == 403, refused.text  # alice proposed it: separation holds through a relay
+        approved = running.post("dashboard", "approve", {"override": "accepted"}, for_user="carol")
+        assert approved.status_code == 200, approved.text
+        assert (approved.json()["actor"], approved.json()["via"]) == ("carol", "dashboard")
+        assert running.post("bob", "reject", {}).status_code == 409  # already decided; nothing recorded
+    finally:
+        _stop(running)
+    config = load_config(running.config_path)
+    with open_warehouse(config.resolve(config.warehouse.path), read_only=True) as wh:
+        trail = control.actions(wh).select("actor", "via", "action").rows()
+    assert trail == [("alice", "dashboard", "plan.approve.refused"), ("carol", "dashboard", "plan.approve")]
 
 
 def test_without_the_switch_the_proposer_may_approve(tmp_path: Path) -> None:

@@ -1,0 +1,213 @@
+"""The GPU heatmap and the drill-down pages: team -> its jobs -> one job. Each page's filters are in its URL
+(gpusteward/links.py names them; dashboards/urlstate.py reads and writes them)."""
+
+from __future__ import annotations
+
+from datetime import date, timedelta
+
+import polars as pl
+import streamlit as st
+
+from dashboards import drill_frames as df
+from dashboards import heatmap as hm
+from dashboards import job_page, urlstate
+from dashboards import jobs as job_frames
+from dashboards.alert_links import SCREENS
+from dashboards.pages import header
+from dashboards.tables import show_table
+from dashboards.view import View, choices
+from gpusteward import links
+from reports.model import Quantity
+
+_FOCUS_SORT = {"idle": "idle", "wait": "wait", "failed": "outcome", "preempted": "gpu_hours", "all": "gpu_hours"}
+
+
+def _month_days(view: View) -> list[str]:
+    """Days of the month (pool's zone) with GPU buckets, newest first."""
+    month = df.zoned_month(view)
+    start = month.start.date()
+    end = (month.end - timedelta(microseconds=1)).date()
+    days = hm.local_days(view.model.gpu_days(), view.tx.zone)
+    return [d.isoformat() for d in reversed(days) if start <= d <= end]
+
+
+def _pick_cluster(view: View, clusters: list[str]) -> str:
+    """The heatmap's cluster: the sidebar's cluster filter when set; choosing another sets that filter (when
+    the sidebar offers it: a cluster only telemetry names may be missing there)."""
+    state = st.session_state
+    offered = set(choices(view.model.month_outputs(view.month), view.config)[0])
+    wanted = [c for c in view.filters.clusters if c in clusters]
+    if wanted and state.get("hm_cluster") not in wanted:
+        state["hm_cluster"] = wanted[0]
+    if state.get("hm_cluster") not in clusters:
+        state["hm_cluster"] = clusters[0]
+
+    def follow() -> None:
+        picked = st.session_state["hm_cluster"]
+        st.session_state["f_clusters"] = [picked] if picked in offered else []
+
+    return str(st.selectbox(view.tx("col.cluster"), clusters, key="hm_cluster", on_change=follow))
+
+
+def heatmap(view: View) -> None:
+    header(view, "heatmap.title")
+    tx = view.tx
+    st.caption(tx("heatmap.help"))
+    inventory = view.model.gpu_inventory()
+    clusters = sorted(set(inventory["cluster"].to_list()))
+    days = _month_days(view)
+    if not clusters or not days:
+        st.info(tx("common.not_available", reason=tx("heatmap.none")))
+        return
+    left, right = st.columns(2)
+    with left:
+        cluster = _pick_cluster(view, clusters)
+    with right:
+        urlstate.seed_one(st.session_state, st.query_params, links.DAY, "hm_day", days)
+        day = str(st.selectbox(tx("heatmap.day"), days, key="hm_day"))
+    urlstate.write(st.session_state, st.query_params, {links.DAY: [day]})
+    lo, hi = hm.day_bounds(date.fromisoformat(day), tx.zone)
+    frame = hm.cells(inventory, view.model.gpu_buckets(lo, hi, cluster=cluster), cluster, date.fromisoformat(day),
+                     tx.zone)
+    mean, measured, missing = hm.summary(frame)
+    a, b, c = st.columns(3)
+    a.metric(tx("heatmap.gpus"), frame["row"].n_unique())
+    b.metric(tx("heatmap.mean"), tx.fmt.quantity(Quantity(mean, "percent")))
+    c.metric(tx("heatmap.cells_no_data"), tx("heatmap.cells_value", missing=missing, total=measured + missing))
+    st.altair_chart(hm.chart(frame, tx), width="stretch")
+
+
+@st.cache_data(ttl=60, max_entries=8, show_spinner=False)
+def _month_rows(version: str, published: str, month: str, rules: str, _view: View) -> pl.DataFrame:
+    """The month's jobs of one published version, computed once for every viewer and rerun (the key is the
+    version, its publication time, the month and the rules that give jobs their teams)."""
+    del version, published, month, rules
+    return df.all_month_jobs(_view)
+
+
+def _cached_jobs(view: View) -> pl.DataFrame:
+    config = view.config
+    return _month_rows(view.model.version, view.model.published_at.isoformat(), str(view.month),
+                       repr((config.rules, sorted(config.teams.items()), config.timezone)), view)
+
+
+def _jobs_choice(view: View, key: str, param: str, options: tuple[str, ...], *, default: str, label: str) -> str:
+    state = st.session_state
+    if state.get(key) not in options:
+        state[key] = default
+    urlstate.seed_one(state, st.query_params, param, key, options)
+    return str(st.selectbox(label, options, key=key, format_func=lambda o: view.tx(f"{key}.{o}")))
+
+
+def jobs(view: View) -> None:
+    header(view, "jobs.title")
+    tx = view.tx
+    rows = df.month_jobs(view, _cached_jobs(view))
+    st.caption(tx("jobs.help"))
+    st.subheader(tx("jobs.teams"))
+    teams = df.team_table(rows, view)
+    if teams is None:
+        st.info(tx("common.not_available", reason=tx("common.no_rows", what=tx.fmt.term("source", "jobs"))))
+        return
+    show_table(teams, tx)
+    st.subheader(tx("jobs.list"))
+    left, right = st.columns(2)
+    with left:
+        focus = _jobs_choice(view, "jobs_focus", links.FOCUS, links.FOCI, default="all", label=tx("jobs.focus"))
+    with right:
+        sort = _jobs_choice(view, "jobs_sort", links.SORT, links.SORTS, default=_FOCUS_SORT[focus],
+                            label=tx("jobs.sort"))
+    urlstate.write(st.session_state, st.query_params, {links.FOCUS: [focus] if focus != "all" else [],
+                                                        links.SORT: [sort]})
+    shown = job_frames.ordered(job_frames.focused(rows, focus), sort)
+    table = df.job_table(shown, view)
+    if table is None:
+        st.info(tx("jobs.none"))
+        return
+    if shown.height > df.ROWS_SHOWN:
+        st.caption(tx("jobs.truncated", shown=df.ROWS_SHOWN, total=shown.height))
+    show_table(table, tx)
+    keys = [f"{c}/{j}" for c, j in zip(shown["cluster"].head(df.ROWS_SHOWN).to_list(),
+                                       shown["job_id"].head(df.ROWS_SHOWN).to_list(), strict=True)]
+    labels = dict(zip(keys, shown["job"].head(df.ROWS_SHOWN).to_list(), strict=True))
+    chosen = st.selectbox(tx("jobs.open"), keys, key="jobs_open",
+                          format_func=lambda k: f"{k.split('/')[0]}/{labels.get(k, k)}")
+    if chosen:
+        cluster, _, job_id = str(chosen).partition("/")
+        target = links.job(str(view.month), cluster, job_id)
+        st.page_link(str(SCREENS / "job.py"), label=tx("jobs.open_link", job=labels.get(str(chosen), job_id)),
+                     query_params=target.query())
+
+
+def job(view: View) -> None:
+    tx = view.tx
+    rows = df.month_jobs(view, _cached_jobs(view))
+    keys = [f"{c}/{j}" for c, j in zip(rows["cluster"].to_list(), rows["job_id"].to_list(), strict=True)]
+    state = st.session_state
+    asked = urlstate.incoming(state, st.query_params, links.JOB_KEY)
+    if asked and asked[0] in keys:
+        state["job_pick"] = asked[0]
+    elif asked:
+        st.warning(tx("job.not_found", job=asked[0]))
+    if state.get("job_pick") not in keys and keys:
+        state["job_pick"] = keys[0]
+    header(view, "job.title_month")
+    if not keys:
+        st.info(tx("jobs.none"))
+        return
+    labels = dict(zip(keys, rows["job"].to_list(), strict=True))
+    chosen = str(st.selectbox(tx("job.pick"), keys, key="job_pick",
+                              format_func=lambda k: f"{k.split('/')[0]}/{labels.get(k, k)}"))
+    urlstate.write(state, st.query_params, {links.JOB_KEY: [chosen]})
+    parsed = links.parse_job_key(chosen)
+    if parsed is None:
+        return
+    _job_body(view, rows, *parsed)
+
+
+def _timeline(view: View, records: pl.DataFrame, cluster: str, job_id: int) -> None:
+    """The job's GPUs over time, from the buckets its id labels; "not available" without any."""
+    tx = view.tx
+    window = job_frames.window(df.zoned_month(view), view.model.status())
+    span = job_page.span(records, window.end)
+    if span is None:
+        st.info(tx("common.not_available", reason=tx("job.no_telemetry")))
+        return
+    lo, hi = span
+    frame = job_page.timeline(view.model.gpu_buckets(lo, hi, cluster=cluster, job_id=str(job_id)), lo, hi, tx.zone)
+    if frame.is_empty():
+        st.info(tx("common.not_available", reason=tx("job.no_telemetry")))
+        return
+    minutes = job_page.STEP_MINUTES[job_page.step_for(lo, hi)]
+    st.caption(tx("job.timeline_help", step=tx.fmt.duration(minutes * 60.0)))
+    st.altair_chart(job_page.chart(frame, tx), width="stretch")
+
+
+def _job_body(view: View, rows: pl.DataFrame, cluster: str, job_id: int) -> None:
+    tx = view.tx
+    row = rows.filter((pl.col("cluster") == cluster) & (pl.col("job_id") == job_id)).row(0, named=True)
+    st.subheader(tx("job.title", job=row["job"], cluster=cluster, name=row["name"] or "—"))
+    st.caption(tx("job.who", user=row["user"] or "—", team=view.team_name(row["team"]),
+                  scenario=tx.fmt.term("scenario", row["scenario"]), queue=row["queue"]))
+    cols = [*st.columns(3), *st.columns(3)]  # two rows: six cards in one would cut their values
+    cols[0].metric(tx("col.gpu_hours"), tx.fmt.quantity(Quantity(row["gpu_hours"], "gpu_hours")))
+    cols[1].metric(tx("jobs.col.wait"), tx.fmt.quantity(Quantity(row["wait_s"], "duration")))
+    cols[2].metric(tx("jobs.col.outcome"), df.state_text(tx, row["state"]))
+    cols[3].metric(tx("jobs.col.exit"), df.exit_text(tx, row["exit_code"], row["exit_signal"]))
+    cols[4].metric(tx("jobs.col.preemptions"), row["preemptions"])
+    cols[5].metric(tx("jobs.col.idle_share"), tx.fmt.quantity(Quantity(row["idle_share"], "percent")))
+    records = view.model.job_records(view.month).filter((pl.col("cluster") == cluster) & (pl.col("job_id") == job_id))
+    st.markdown(f"**{tx('job.records')}**")
+    show_table(df.records_table(records, view), tx)
+    st.markdown(f"**{tx('job.timeline')}**")
+    _timeline(view, records, cluster, job_id)
+    st.markdown(f"**{tx('job.ledger')}**")
+    ledger = df.ledger_table(job_page.job_ledger(view.outputs.ledger, cluster, job_id), view, job_id)
+    if ledger is None:
+        st.caption(tx("job.ledger_none"))
+    else:
+        show_table(ledger, tx)
+    if row["team"]:
+        back = links.team_jobs(str(view.month), str(row["team"]))
+        st.page_link(str(SCREENS / "jobs.py"), label=tx("job.back", team=view.team_name(row["team"])),
+                     query_params=back.query())

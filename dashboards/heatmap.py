@@ -1,0 +1,124 @@
+"""The GPU heatmap: one row per GPU of a cluster, one column per hour of a day, engine activity as colour.
+
+Anchored on Grafana's DCGM dashboard. Cells are the read model's 5-minute buckets merged into the
+pool's hours (means weighted by minutes, warehouse/gpu_buckets.py), so the browser gets one cell per
+GPU and hour, never minute rows. An hour without telemetry is "no data": drawn in grey with its own
+legend entry, never as zero activity, which the colour scale starts at.
+"""
+
+from __future__ import annotations
+
+import json
+from datetime import UTC, date, datetime, timedelta
+from zoneinfo import ZoneInfo
+
+import altair as alt
+import polars as pl
+
+from dashboards.texts import Texts
+from warehouse.gpu_buckets import coarsen
+
+NO_DATA_FILL = "#c9c9c9"
+HOUR = timedelta(hours=1)
+
+
+def day_bounds(day: date, tz: str) -> tuple[datetime, datetime]:
+    """[start, end) of `day` in `tz`, as naive UTC (23 or 25 hours on a DST change)."""
+    zone = ZoneInfo(tz)
+    start = datetime(day.year, day.month, day.day, tzinfo=zone).astimezone(UTC).replace(tzinfo=None)
+    following = day + timedelta(days=1)
+    end = datetime(following.year, following.month, following.day, tzinfo=zone).astimezone(UTC).replace(tzinfo=None)
+    return start, end
+
+
+def local_days(utc_days: list[date], tz: str) -> list[date]:
+    """The days of `tz` that the UTC days with buckets touch, oldest first."""
+    zone = ZoneInfo(tz)
+    out: set[date] = set()
+    for d in utc_days:
+        for moment in (datetime(d.year, d.month, d.day, tzinfo=UTC), datetime(d.year, d.month, d.day, 23, 59,
+                                                                                 tzinfo=UTC)):
+            out.add(moment.astimezone(zone).date())
+    return sorted(out)
+
+
+def cells(inventory: pl.DataFrame, buckets: pl.DataFrame, cluster: str, day: date, tz: str) -> pl.DataFrame:
+    """One row per GPU of `cluster` seen around `day` and hour of the day: `engine` (0..1, null: no data),
+    `minutes` with engine activity (0..60), memory and power means. GPUs come from the inventory (a GPU
+    silent all day is a row of no data) and from the buckets."""
+    lo, hi = day_bounds(day, tz)
+    hours: list[datetime] = []
+    t = lo
+    while t < hi:
+        hours.append(t)
+        t += HOUR
+    zone = ZoneInfo(tz)
+    labels: list[str] = []
+    for h in hours:
+        text = h.replace(tzinfo=UTC).astimezone(zone).strftime("%H:%M")
+        labels.append(text if text not in labels else text + "′")  # the repeated hour when clocks go back
+    known = inventory.filter(
+        (pl.col("cluster") == cluster)
+        & (pl.col("first_seen").fill_null(lo) < hi)
+        & (pl.col("last_seen").fill_null(hi) >= lo)
+    ).select("host", "gpu")
+    seen = buckets.filter(pl.col("cluster") == cluster).select("host", "gpu")
+    gpus = pl.concat([known, seen.cast(known.schema)]).unique().sort("host", "gpu")
+    grid = gpus.join(pl.DataFrame({"bucket": hours, "hour": labels, "order": list(range(len(hours)))},
+                                  schema={"bucket": pl.Datetime("us"), "hour": pl.Utf8, "order": pl.Int64}),
+                     how="cross")
+    hourly = coarsen(buckets.filter(pl.col("cluster") == cluster), "1h", tz).select(
+        "host", "gpu", "bucket", "engine_minutes", "engine_mean", "memory_mean_mib", "power_mean_w")
+    out = grid.join(hourly, on=["host", "gpu", "bucket"], how="left").with_columns(
+        pl.col("engine_minutes").fill_null(0).alias("minutes"),
+        pl.col("engine_mean").alias("engine"),
+        (pl.col("memory_mean_mib") / 1024).alias("memory_gib"),
+        pl.col("power_mean_w").alias("power_w"),
+        pl.format("{} · {}", "host", "gpu").alias("row"),
+    )
+    return out.select("row", "host", "gpu", "hour", "order", "bucket", "engine", "minutes", "memory_gib", "power_w")
+
+
+def chart(frame: pl.DataFrame, tx: Texts) -> alt.LayerChart:
+    """Rect per cell: viridis for engine activity 0..100%, grey (dashed outline) for no data."""
+    rows = frame["row"].unique(maintain_order=True).to_list()
+    hours = frame.sort("order")["hour"].unique(maintain_order=True).to_list()
+    step = 14 if len(rows) <= 80 else 8 if len(rows) <= 250 else 4
+    activity = tx("heatmap.activity")
+    no_data = tx("heatmap.no_data")
+    # Only what is drawn or shown travels to the browser (24,000 cells for 1,000 GPUs).
+    data = frame.select("row", "hour", (pl.col("engine") * 100).alias("engine_pct"), "minutes",
+                        pl.col("memory_gib").round(2), pl.col("power_w").round(1)).to_pandas()
+    x = alt.X("hour:O", sort=hours, title=tx("heatmap.hour", zone=tx.zone), axis=alt.Axis(labelAngle=0))
+    y = alt.Y("row:O", sort=rows, title=tx("heatmap.gpu"), axis=alt.Axis(labelLimit=220, labelOverlap=True))
+    tooltip = [
+        alt.Tooltip("row:O", title=tx("heatmap.gpu")),
+        alt.Tooltip("hour:O", title=tx("heatmap.hour", zone=tx.zone)),
+        alt.Tooltip("engine_pct:Q", title=activity, format=".1f"),
+        alt.Tooltip("minutes:Q", title=tx("heatmap.minutes")),
+        alt.Tooltip("memory_gib:Q", title=tx("heatmap.memory"), format=".1f"),
+        alt.Tooltip("power_w:Q", title=tx("heatmap.power"), format=".0f"),
+    ]
+    base = alt.Chart(data).encode(x=x, y=y)
+    # viridis has no grey in it: a grey cell cannot be read as a level of activity
+    measured = base.transform_filter("isValid(datum.engine_pct)").mark_rect().encode(
+        color=alt.Color("engine_pct:Q", title=activity, scale=alt.Scale(domain=[0, 100], scheme="viridis")),
+        tooltip=tooltip,
+    )
+    missing = base.transform_filter("!isValid(datum.engine_pct)").transform_calculate(
+        state=json.dumps(no_data)).mark_rect(
+        stroke="#8a8a8a", strokeDash=[2, 2], strokeWidth=0.6).encode(
+        color=alt.Color("state:N", title=None, scale=alt.Scale(domain=[no_data], range=[NO_DATA_FILL]),
+                        legend=alt.Legend(orient="right")),
+        tooltip=[tooltip[0], tooltip[1], alt.Tooltip("state:N", title=activity)],
+    )
+    independent = alt.Resolve(scale=alt.ScaleResolveMap(color="independent"))  # two legends: scale and "No data"
+    return alt.LayerChart(layer=[measured, missing], height=max(step * len(rows), 120), resolve=independent)
+
+
+def summary(frame: pl.DataFrame) -> tuple[float | None, int, int]:
+    """(engine activity over the cells with data, weighted by minutes; cells with data; cells without)."""
+    measured = frame.filter(pl.col("engine").is_not_null())
+    minutes = float(measured["minutes"].sum()) if measured.height else 0.0
+    mean = float((measured["engine"] * measured["minutes"]).sum()) / minutes if minutes else None
+    return mean, measured.height, frame.height - measured.height

@@ -1,0 +1,94 @@
+"""The month's series charts as page sections: each a subheader, the chart and a caption that says what is
+drawn and in which zone, or a note when there is nothing to draw. Pages put them before their tables."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import polars as pl
+import streamlit as st
+
+from dashboards.charts import queue_wait_chart, queue_wait_frame
+from dashboards.charts_allocation import allocation_chart, allocation_frames
+from dashboards.charts_daily import (
+    idle_chart,
+    idle_frame,
+    idle_objective_chart,
+    idle_objective_frame,
+    preemption_chart,
+    preemption_frames,
+)
+from dashboards.charts_inference import inference_chart, inference_frame
+from dashboards.texts import Texts
+from dashboards.view import View
+
+
+def chart_section(tx: Texts, keys: tuple[str, str, str], charts: Sequence[Any] | None, **caption: object) -> None:
+    """Subheader `keys[0]`; the charts under the caption `keys[2]` (with `caption`'s values), or, without
+    charts, the note `keys[1]`."""
+    header, none, help_ = keys
+    st.subheader(tx(header))
+    if not charts:
+        st.info(tx(none))
+        return
+    st.caption(tx(help_, **caption))
+    for chart in charts:
+        st.altair_chart(chart, width="stretch")
+
+
+def _keys(name: str) -> tuple[str, str, str]:
+    return f"chart.{name}.header", f"chart.{name}.none", f"chart.{name}.help"
+
+
+def _zone(series: pl.DataFrame) -> str:
+    """The zone the publisher counted the series' hours or days in (every row carries it)."""
+    return str(series["zone"][0]) if series.height else "UTC"
+
+
+def queue_wait_section(view: View) -> None:
+    frame = queue_wait_frame(view)
+    chart = [queue_wait_chart(frame, view.tx)] if frame is not None else None
+    chart_section(view.tx, ("queues.chart", "queues.chart_none", "queues.chart_help"), chart,
+                  zone=_zone(frame) if frame is not None else "UTC")
+
+
+def allocation_section(view: View) -> None:
+    """Per cluster: GPUs allocated against capacity (and the inference reserve), utilisation below. Clusters
+    are shared, so a team-filtered view gets a note instead."""
+    tx = view.tx
+    if view.filters.teams:
+        st.subheader(tx("chart.alloc.header"))
+        st.caption(tx("chart.alloc.shared"))
+        return
+    frames = allocation_frames(view)
+    charts = [allocation_chart(frames, c, tx) for c in sorted(set(frames.gpus["cluster"]))] if frames else None
+    chart_section(tx, _keys("alloc"), charts, zone=frames.zone if frames else "UTC")
+
+
+def inference_section(view: View) -> None:
+    found = inference_frame(view)
+    chart_section(view.tx, _keys("inference"), [inference_chart(*found, view.tx)] if found else None,
+                  zone=_zone(view.model.inference_hourly(view.month)))
+
+
+def idle_section(view: View) -> None:
+    """Idle-held GPU-hours by day and team; below, where teams have an `idle_gpu_hours` objective, their
+    interactive idle so far this month against it."""
+    tx, idle = view.tx, view.config.idle
+    frame = idle_frame(view)
+    charts: list[Any] = [idle_chart(frame, tx)] if frame is not None else []
+    to_date = idle_objective_frame(view) if charts else None
+    if to_date is not None:
+        charts.append(idle_objective_chart(to_date, tx))
+    chart_section(tx, _keys("idle"), charts, zone=_zone(view.model.idle_daily(view.month)),
+                  util=tx.fmt.number(idle.util_below, 1), minutes=idle.min_minutes,
+                  mib=tx.fmt.number(idle.held_memory_mib))
+    if to_date is not None:
+        st.caption(tx("chart.idle_to_date_help"))
+
+
+def preemption_section(view: View) -> None:
+    found = preemption_frames(view)
+    chart_section(view.tx, _keys("preemption"), [preemption_chart(*found, view.tx)] if found else None,
+                  zone=_zone(view.model.preemptions_daily(view.month)))

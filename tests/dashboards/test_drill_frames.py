@@ -1,0 +1,124 @@
+"""The drill-down's frames: a month's jobs add up to the evaluation's usage per team; the job page's timeline
+breaks at gaps; the heatmap has a row for a silent GPU and the hours of a DST day."""
+
+from __future__ import annotations
+
+from datetime import date, datetime, timedelta
+
+import polars as pl
+import pytest
+
+from dashboards import heatmap as hm
+from dashboards import job_page
+from dashboards import jobs as job_frames
+from gpusteward import tables
+from gpusteward.domain import Month
+from sla.inputs import GPU_INVENTORY, EvaluationInputs
+from sla.results import IDLE_BY_JOB, LEDGER
+from sla.usage import queue_usage, usage_by_team
+from tests.dashboards.drill_sample import JOBS, _buckets, drill_config
+from tests.reports.fixtures import MONTH
+from warehouse.gpu_buckets import GPU_BUCKETS
+from warehouse.gpu_buckets import GPU_INVENTORY as INVENTORY
+
+RECORDS = tables.conform(pl.from_dicts(JOBS, infer_schema_length=None), tables.JOBS)
+STATUS = {"tables": {"gpu_minutes": {"max_ts": "2026-11-20T11:59:00"}}}  # the month still in progress
+
+
+def test_a_teams_jobs_add_up_to_the_evaluations_usage() -> None:
+    config = drill_config()
+    span = job_frames.window(MONTH, STATUS)
+    assert span.end == datetime(2026, 11, 20, 12)
+    rows = job_frames.job_rows(RECORDS, pl.DataFrame(schema=IDLE_BY_JOB), pl.DataFrame(schema=LEDGER), config, span)
+    inputs = EvaluationInputs(MONTH, RECORDS, tables.empty(tables.JOB_EVENTS), tables.empty(tables.GPU_MINUTES),
+                              tables.empty(tables.INFERENCE_WINDOWS), tables.empty(tables.QUOTA_SNAPSHOTS),
+                              tables.empty(GPU_INVENTORY), span.end)
+    usage = usage_by_team(queue_usage(inputs, config)).group_by("team").agg(pl.col("gpu_hours").sum())
+    ours = rows.group_by("team").agg(pl.col("gpu_hours").sum())
+    assert dict(ours.sort("team").rows()) == pytest.approx(dict(usage.sort("team").rows()))
+    running = rows.filter(pl.col("job_id") == 20010).row(0, named=True)
+    assert running["state"] == "RUNNING"
+    assert running["gpu_hours"] == 8 * (span.end - datetime(2026, 11, 8)).total_seconds() / 3600
+
+
+def test_a_requeued_jobs_wait_and_outcome() -> None:
+    rows = job_frames.job_rows(RECORDS, pl.DataFrame(schema=IDLE_BY_JOB),
+                               pl.DataFrame([{"cluster": "east", "job_id": 20011, "action": "preemption"}],
+                                            schema=LEDGER),
+                               drill_config(), job_frames.window(MONTH, {}))
+    job = rows.filter(pl.col("job_id") == 20011).row(0, named=True)
+    assert (job["records"], job["wait_s"], job["state"], job["exit_signal"], job["preemptions"]) == (
+        2, 50 * 60 + 2 * 3600, "FAILED", 9, 1)
+    assert job_frames.focused(rows, "failed")["job_id"].to_list() == [20011]
+    assert job_frames.focused(rows, "preempted")["job_id"].to_list() == [20011]
+    assert job_frames.ordered(rows, "outcome")["job_id"].to_list()[0] == 20011  # failures first
+    assert job_frames.ordered(rows, "wait")["wait_s"].to_list()[0] == 2 * 3600 + 50 * 60
+
+
+def test_the_timeline_breaks_where_telemetry_stops() -> None:
+    buckets = _buckets().filter(pl.col("gpu") == 1)
+    later = buckets.with_columns(pl.col("bucket") + timedelta(hours=2))  # 12:00-13:00 again: 11:00-12:00 silent
+    frame = job_page.timeline(pl.concat([buckets, later]), datetime(2026, 11, 10, 10), datetime(2026, 11, 10, 13),
+                              "UTC")
+    engine = frame.filter(pl.col("measure") == "engine")
+    assert engine["segment"].unique().sort().to_list() == [0, 1]
+    assert engine["value"].to_list() == [0.0] * 24  # zero activity stays zero; the silent hour has no point
+    assert engine["time"][0] == "2026-11-10T10:00:00Z"
+
+
+def test_a_long_job_is_drawn_in_coarser_steps() -> None:
+    assert job_page.step_for(datetime(2026, 11, 1), datetime(2026, 11, 2)) == "5m"
+    assert job_page.step_for(datetime(2026, 11, 1), datetime(2026, 11, 30)) == "1h"
+    records = pl.DataFrame({"start_time": [datetime(2026, 11, 1, 10, 7)], "end_time": [None]},
+                           schema={"start_time": pl.Datetime("us"), "end_time": pl.Datetime("us")})
+    assert job_page.span(records, datetime(2026, 11, 1, 12)) == (datetime(2026, 11, 1, 10, 5),
+                                                                 datetime(2026, 11, 1, 12))
+
+
+def test_a_silent_gpu_is_a_row_of_no_data() -> None:
+    inventory = pl.DataFrame([("east", "e1", g, "H100", datetime(2026, 11, 1), datetime(2026, 12, 1))
+                              for g in range(3)], schema=INVENTORY, orient="row")
+    cells = hm.cells(inventory, _buckets(), "east", date(2026, 11, 10), "UTC")
+    assert cells.height == 3 * 24
+    silent = cells.filter(pl.col("gpu") == 2)
+    assert silent["engine"].null_count() == 24
+    assert silent["minutes"].to_list() == [0] * 24
+    zero = cells.filter((pl.col("gpu") == 1) & (pl.col("hour") == "10:00")).row(0, named=True)
+    assert (zero["engine"], zero["minutes"]) == (0.0, 60)  # exactly zero is data, drawn in colour
+
+
+def test_the_day_the_clocks_go_back_has_25_hours() -> None:
+    inventory = pl.DataFrame([("east", "e1", 0, "H100", None, None)], schema=INVENTORY, orient="row")
+    day = date(2026, 11, 1)  # America/New_York leaves daylight saving time at 02:00
+    cells = hm.cells(inventory, tables.empty(GPU_BUCKETS), "east", day, "America/New_York")
+    assert cells.height == 25
+    assert cells.sort("order")["hour"].to_list()[:3] == ["00:00", "01:00", "01:00′"]
+    assert hm.day_bounds(day, "America/New_York") == (datetime(2026, 11, 1, 4), datetime(2026, 11, 2, 5))
+
+
+def test_local_days_of_utc_days() -> None:
+    assert hm.local_days([date(2026, 11, 10)], "Asia/Shanghai") == [date(2026, 11, 10), date(2026, 11, 11)]
+    assert hm.local_days([date(2026, 11, 10)], "UTC") == [date(2026, 11, 10)]
+
+
+def test_month_of_the_window() -> None:
+    assert job_frames.window(Month(2026, 11, "Asia/Shanghai"), {}).start == datetime(2026, 10, 31, 16)
+
+
+@pytest.mark.parametrize("lang", ["en", "zh"])
+def test_no_data_has_its_own_legend_entry_outside_the_colour_scale(lang: str) -> None:
+    from dashboards.texts import Texts
+
+    inventory = pl.DataFrame([("east", "e1", g, "H100", None, None) for g in range(3)], schema=INVENTORY,
+                             orient="row")
+    cells = hm.cells(inventory, _buckets(), "east", date(2026, 11, 10), "UTC")
+    tx = Texts("zh" if lang == "zh" else "en")
+    spec = hm.chart(cells, tx).to_dict()
+    measured, missing = spec["layer"]
+    assert measured["encoding"]["color"]["scale"] == {"domain": [0, 100], "scheme": "viridis"}
+    assert missing["encoding"]["color"]["scale"] == {"domain": [tx("heatmap.no_data")], "range": [hm.NO_DATA_FILL]}
+    assert missing["mark"]["strokeDash"] == [2, 2]
+    assert spec["resolve"] == {"scale": {"color": "independent"}}  # two legends
+    rows = spec["datasets"][next(iter(spec["datasets"]))]
+    assert sum(r["engine_pct"] is None for r in rows) == 3 * 24 - 3  # no data is null in the data, never 0
+    assert sum(r["engine_pct"] == 0.0 for r in rows) == 1  # GPU 1 at exactly zero, 10:00
