@@ -1,8 +1,10 @@
 """`simulate()`: schedule the month, then write Slurm, DCGM and vLLM files day by day, then the manifest.
 
 Values are generated in this process, in day order (the energy counters carry over midnight);
-building and compressing the text, the expensive part, runs in two worker processes. Every file
-depends only on its own inputs, so the bytes are the same with or without workers.
+building and compressing the text, the expensive part, runs in two worker processes. This process
+schedules the first cluster while the workers schedule the others, and starts its telemetry before
+they are done. Every file depends only on its own inputs, so the bytes are the same with or
+without workers.
 """
 
 from __future__ import annotations
@@ -167,17 +169,54 @@ def simulate(  # noqa: PLR0917 - the CLI's interface, positional as documented
             pool.shutdown(wait=True, cancel_futures=True)
 
 
+class _Schedules:
+    """Each cluster's schedule, taken as the files need it.
+
+    With a pool, this process schedules the first cluster itself while the workers schedule the
+    others, so the first cluster's telemetry starts while a slower cluster (west, with the
+    multi-node runs and their reservations) is still being scheduled. The results are the same
+    objects either way (each cluster is one pickle)."""
+
+    def __init__(self, fleet: Fleet, plan: Plan, report: Progress, pool: ProcessPoolExecutor | None) -> None:
+        self.clusters = fleet.clusters
+        self.plan = plan
+        self._report = report
+        rest = self.clusters[1:] if pool is not None else ()
+        self._futures = {c.name: pool.submit(schedule_cluster, c, plan) for c in rest} if pool is not None else {}
+        self.world = World({}, {}, {})
+
+    def ready(self, c: Cluster) -> bool:
+        future = self._futures.get(c.name)
+        return c.name in self.world.runs or (future is not None and future.done())
+
+    def take(self, c: Cluster) -> bool:
+        """Make sure `c` is scheduled (waiting for its worker); True the first time."""
+        if c.name in self.world.runs:
+            return False
+        self._report("schedule", len(self.world.runs), len(self.clusters))
+        future = self._futures.get(c.name)
+        runs, snapshots, series = future.result() if future is not None else schedule_cluster(c, self.plan)
+        self.world.runs[c.name], self.world.pending[c.name], self.world.series[c.name] = runs, snapshots, series
+        if len(self.world.runs) == len(self.clusters):
+            self._report("schedule", len(self.clusters), len(self.clusters))
+        return True
+
+
 def _simulate(
     out_dir: Path, fleet: Fleet, plan: Plan, nodes: int, report: Progress, *, slurm_extras: bool,
     pool: ProcessPoolExecutor | None,
 ) -> Manifest:
     start, days, seed = plan.start, plan.days, plan.seed
-    world = schedule_fleet(fleet, plan, report, pool)
-
+    schedules = _Schedules(fleet, plan, report, pool)
     files: list[str] = []
     # sacct files are written while the workers compress telemetry (this process would only wait).
     side: list[Callable[[], None]] = []
-    for c in fleet.clusters:
+
+    def scheduled(c: Cluster) -> None:
+        """Once `c` is scheduled: its Slurm files become side work."""
+        if not schedules.take(c):
+            return
+        world = schedules.world
         folder = out_dir / "slurm" / c.name
         folder.mkdir(parents=True, exist_ok=True)
         for year, month in months_touched(start, days):
@@ -190,9 +229,21 @@ def _simulate(
             (folder / assoc_name(t)).write_text(assoc_snapshot(c), encoding="utf-8")
             files.append(f"slurm/{c.name}/{assoc_name(t)}")
         if slurm_extras:
-            side += _extras(folder, c, plan, world, files)
+            side.extend(_extras(folder, c, plan, world, files))
 
-    idle = _write_telemetry(out_dir, fleet, plan, world, files=files, report=report, side=side, pool=pool)
+    def wait_for(c: Cluster) -> None:
+        """Side work of the clusters scheduled so far while `c`'s worker is still busy, then `c`."""
+        while side and not schedules.ready(c):
+            side.pop(0)()
+        scheduled(c)
+
+    idle = _write_telemetry(out_dir, fleet, plan, schedules.world, files=files, report=report, side=side, pool=pool,
+                            wait_for=wait_for)
+    for c in fleet.clusters:  # every cluster has a day to write unless the range is empty
+        scheduled(c)
+    while side:
+        side.pop(0)()
+    world = schedules.world
     manifest = Manifest(
         seed=seed,
         start=start.isoformat(),
@@ -260,22 +311,14 @@ def _write_telemetry(
     report: Progress,
     side: list[Callable[[], None]],
     pool: ProcessPoolExecutor | None,
+    wait_for: Callable[[Cluster], None],
 ) -> dict[str, float]:
     """DCGM and vLLM files, day by day, and the `side` work whenever this process would wait for
-    the workers; returns idle-held interactive GPU-minutes per team."""
-    models = {
-        c.name: TelemetryModel(c, world.runs[c.name], world.series[c.name], plan, i)
-        for i, c in enumerate(fleet.clusters)
-    }
-    labels = {c.name: dcgm_labels(c) for c in fleet.clusters}
-    interactive = {
-        c.name: {r.job_id: r.spec.account for r in world.runs[c.name] if r.spec.partition == "interactive"}
-        for c in fleet.clusters
-    }
-    for c in fleet.clusters:
-        (out_dir / "dcgm" / c.name).mkdir(parents=True, exist_ok=True)
-        if world.series[c.name]:
-            (out_dir / "vllm" / c.name).mkdir(parents=True, exist_ok=True)
+    the workers; returns idle-held interactive GPU-minutes per team. `wait_for(cluster)` makes
+    sure a cluster is scheduled (and fills `world`) before its first day."""
+    models: dict[str, TelemetryModel] = {}
+    labels: dict[str, DcgmLabels] = {}
+    interactive: dict[str, dict[int, str]] = {}
     idle: dict[str, float] = {}
     total = plan.days * len(fleet.clusters)
     in_flight: deque[Future[int]] = deque()
@@ -283,7 +326,17 @@ def _write_telemetry(
     for d in range(plan.days):
         t0 = plan.day_start(d)
         stamp = date.fromordinal(plan.start.toordinal() + d).isoformat()
-        for c in fleet.clusters:
+        for i, c in enumerate(fleet.clusters):
+            if c.name not in models:
+                wait_for(c)
+                models[c.name] = TelemetryModel(c, world.runs[c.name], world.series[c.name], plan, i)
+                labels[c.name] = dcgm_labels(c)
+                interactive[c.name] = {
+                    r.job_id: r.spec.account for r in world.runs[c.name] if r.spec.partition == "interactive"
+                }
+                (out_dir / "dcgm" / c.name).mkdir(parents=True, exist_ok=True)
+                if world.series[c.name]:
+                    (out_dir / "vllm" / c.name).mkdir(parents=True, exist_ok=True)
             values = models[c.name].day(d)
             measure.idle_minutes(values, interactive[c.name], idle)
             jobs: list[tuple[Callable[..., int], tuple[object, ...]]] = [

@@ -15,11 +15,12 @@ Missing telemetry (the planted exporter outage) is a missing sample, never a zer
 
 from __future__ import annotations
 
+import itertools
 from dataclasses import dataclass
 
 import numpy as np
 
-from simulator.fleet import FB_TOTAL_MIB, Cluster
+from simulator.fleet import FB_TOTAL_MIB, GPUS_PER_NODE, Cluster
 from simulator.inference import ReplicaSeries
 from simulator.jobs import Run
 from simulator.plan import DAY_S, NodeFailure, Plan
@@ -182,39 +183,52 @@ class TelemetryModel:
         )
 
     def _fill(self, r: Run, end: int, t_ms: np.ndarray, out: dict[str, np.ndarray]) -> None:
+        """The run's minutes on each of its GPUs; the GPUs of one host share its scrape times, so
+        they are filled together (each GPU still draws its own level, GPU_UTIL and memory)."""
         assert r.start_s is not None
-        rng = np.random.default_rng([self.plan.seed, self.cluster_index, r.job_id, r.attempt])
         profile = PROFILES.get(r.spec.kind)
         pattern = None
         if profile is not None:
             total = int((end - r.start_s) // 60 + 2)
             pattern = _pattern(profile, total, np.random.default_rng([self.plan.seed, r.job_id, r.attempt, 7]))
-        for slot in r.slots:
-            ts = t_ms[slot // 8]
+        rng = np.random.default_rng([self.plan.seed, self.cluster_index, r.job_id, r.attempt])
+        for h, on_host in itertools.groupby(r.slots, key=lambda slot: slot // GPUS_PER_NODE):
+            slots = list(on_host)
+            rows: slice | list[int] = slots
+            if slots[-1] - slots[0] + 1 == len(slots):
+                rows = slice(slots[0], slots[-1] + 1)
+            ts = t_ms[h]
             a = int(np.searchsorted(ts, r.start_s * 1000))
             b = int(np.searchsorted(ts, end * 1000))
             if a >= b:
                 continue
-            out["job"][slot, a:b] = r.job_id
-            out["held"][slot, a:b] = True
+            out["job"][rows, a:b] = r.job_id
+            out["held"][rows, a:b] = True
             if profile is None or pattern is None:
-                self._inference(r, slot, ts[a:b], out, a=a, b=b)
+                self._inference(r, rows, ts[a:b], out, a=a, b=b)
                 continue
             # Minutes since the run started, so a multi-day run keeps one pattern across days.
             first = int((ts[a] // 1000 - r.start_s) // 60)
-            idx = np.clip(np.arange(first, first + (b - a)), 0, len(pattern) - 1)
-            out["busy"][slot, a:b] = pattern[idx] == BUSY
-            out["dip"][slot, a:b] = pattern[idx] == DIP
-            out["level"][slot, a:b] = rng.uniform(*profile.level)
-            out["util_hi"][slot, a:b] = rng.integers(profile.util[0], profile.util[1] + 1)
-            if r.spec.kind == "notebook_idle":
-                out["fb"][slot, a:b] = rng.uniform(20480, 40960)
-            else:
-                out["fb"][slot, a:b] = rng.uniform(*profile.fb) * FB_TOTAL_MIB
+            phase = pattern[np.minimum(np.arange(first, first + (b - a)), len(pattern) - 1)]
+            out["busy"][rows, a:b] = phase == BUSY
+            out["dip"][rows, a:b] = phase == DIP
+            drawn = np.empty((3, len(slots)))
+            for i in range(len(slots)):
+                drawn[0, i] = rng.uniform(*profile.level)
+                drawn[1, i] = rng.integers(profile.util[0], profile.util[1] + 1)
+                if r.spec.kind == "notebook_idle":
+                    drawn[2, i] = rng.uniform(20480, 40960)
+                else:
+                    drawn[2, i] = rng.uniform(*profile.fb) * FB_TOTAL_MIB
+            out["level"][rows, a:b] = drawn[0][:, None]
+            out["util_hi"][rows, a:b] = drawn[1][:, None]
+            out["fb"][rows, a:b] = drawn[2][:, None]
             if first == 0:
-                out["fb"][slot, a] = 0.0  # nothing allocated yet in a run's first minute
+                out["fb"][rows, a] = 0.0  # nothing allocated yet in a run's first minute
 
-    def _inference(self, r: Run, slot: int, ts: np.ndarray, out: dict[str, np.ndarray], *, a: int, b: int) -> None:
+    def _inference(
+        self, r: Run, rows: slice | list[int], ts: np.ndarray, out: dict[str, np.ndarray], *, a: int, b: int
+    ) -> None:
         """A vLLM replica: engine activity follows its load; 90% of memory once the weights are in."""
         series = self.series.get((r.job_id, r.attempt))
         rho = np.zeros(b - a)
@@ -224,11 +238,11 @@ class TelemetryModel:
             serving = (sec >= series.t[0] - 300) & (sec <= series.t[-1])
             rho = np.where(serving, series.rho[idx], 0.0)
         up = rho > 0
-        out["busy"][slot, a:b] = up
-        out["level"][slot, a:b] = np.clip(0.05 + 0.6 * rho, 0.05, 0.95)
+        out["busy"][rows, a:b] = up
+        out["level"][rows, a:b] = np.clip(0.05 + 0.6 * rho, 0.05, 0.95)
         # A kernel runs whenever a request is in flight: GPU_UTIL saturates at a fifth of capacity.
-        out["util_hi"][slot, a:b] = np.clip(60 + 200 * rho, 60, 100).round()
-        out["fb"][slot, a:b] = np.where(up, 0.9 * FB_TOTAL_MIB, 0.35 * FB_TOTAL_MIB)
+        out["util_hi"][rows, a:b] = np.clip(60 + 200 * rho, 60, 100).round()
+        out["fb"][rows, a:b] = np.where(up, 0.9 * FB_TOTAL_MIB, 0.35 * FB_TOTAL_MIB)
 
     def _xids(self, t_ms: np.ndarray) -> np.ndarray:
         """The failing GPU reports its XID from just before the failure until the node is back."""

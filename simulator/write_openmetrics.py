@@ -4,7 +4,7 @@ One file per cluster-day, gzip level 1 with mtime 0 (same input, same bytes). Wi
 series (label set) is contiguous with its samples in time order, as the strict parser requires.
 A GPU whose job changes gets a new series (its `hpc_job` label changes); a GPU that returns to a
 series it had earlier in the day (idle again, or the same job after a requeue) continues that one.
-Lines are built per series with one `str.join` over vectorised "value timestamp" strings.
+Lines are built per series with one `bytes.join` over vectorised "value timestamp" strings.
 """
 
 from __future__ import annotations
@@ -12,7 +12,7 @@ from __future__ import annotations
 import itertools
 import zlib
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import BinaryIO
 
 import numpy as np
@@ -61,7 +61,11 @@ class Gzip:
             self._sink.write(data)
 
     def write(self, text: str) -> None:
-        self._emit(self._z.compress(text.encode()))
+        self.write_bytes(text.encode())
+
+    def write_bytes(self, data: bytes) -> None:
+        """UTF-8 text already encoded."""
+        self._emit(self._z.compress(data))
 
     def close(self) -> bytes:
         """The whole stream without a sink; with one, flushes into it and returns b""."""
@@ -94,25 +98,33 @@ def _series_order(key: np.ndarray, valid: np.ndarray) -> tuple[np.ndarray, np.nd
     """Flat sample indices grouped by (GPU, key) in order of each group's first minute, then time.
 
     Returns (indices into the flattened arrays, group start positions, group GPU, group key).
+    A GPU's samples fall into a few stretches of one key (a job, or idle between jobs), so the
+    sorting is done on those stretches and the samples follow them.
     """
     m = key.shape[1]
     flat = np.flatnonzero(valid.ravel())
     slot = flat // m
-    minute = flat % m
     k = key.ravel()[flat]
-    o1 = np.lexsort((minute, k, slot))
-    s1, k1, m1 = slot[o1], k[o1], minute[o1]
-    new = np.ones(len(o1), dtype=bool)
+    change = np.ones(len(flat), dtype=bool)
+    change[1:] = (slot[1:] != slot[:-1]) | (k[1:] != k[:-1])
+    seg = np.flatnonzero(change)  # stretch starts, as positions in `flat` (time order within a GPU)
+    seg_len = np.diff(np.r_[seg, len(flat)])
+    seg_slot, seg_key = slot[seg], k[seg]
+    by_key = np.lexsort((seg, seg_key, seg_slot))
+    s1, k1, p1 = seg_slot[by_key], seg_key[by_key], seg[by_key]
+    new = np.ones(len(by_key), dtype=bool)
     new[1:] = (s1[1:] != s1[:-1]) | (k1[1:] != k1[:-1])
-    starts = np.flatnonzero(new)
-    first = np.repeat(m1[starts], np.diff(np.r_[starts, len(o1)]))
-    o2 = np.lexsort((m1, first, s1))
-    order = o1[o2]
-    s2, k2 = slot[order], k[order]
-    new2 = np.ones(len(order), dtype=bool)
+    group = np.flatnonzero(new)
+    first = np.repeat(p1[group], np.diff(np.r_[group, len(by_key)]))
+    stretches = by_key[np.lexsort((p1, first, s1))]
+    lengths = seg_len[stretches]
+    before = np.cumsum(lengths) - lengths
+    pos = np.repeat(seg[stretches] - before, lengths) + np.arange(len(flat))
+    s2, k2 = seg_slot[stretches], seg_key[stretches]
+    new2 = np.ones(len(stretches), dtype=bool)
     new2[1:] = (s2[1:] != s2[:-1]) | (k2[1:] != k2[:-1])
     g = np.flatnonzero(new2)
-    return flat[order], g, s2[g], k2[g]
+    return flat[pos], before[g], s2[g], k2[g]
 
 
 @dataclass(frozen=True)
@@ -136,17 +148,11 @@ def dcgm_labels(cluster: Cluster) -> DcgmLabels:
     return DcgmLabels(tuple(head), tuple(tail))
 
 
-def _family_text(prefixes: Sequence[str], vt: list[str], starts: np.ndarray) -> str:
-    """Each series' lines: its label prefix joined onto every "value timestamp" string."""
-    ends = np.r_[starts[1:], len(vt)]
-    return "\n".join(
-        p + ("\n" + p).join(vt[a:b]) for p, a, b in zip(prefixes, starts.tolist(), ends.tolist(), strict=True)
-    )
-
-
-# Samples per piece of a family's text: a cluster-day of 5,000 GPUs is ~18 GB of text, so each
-# family is built and compressed a few series at a time rather than as one string.
-CHUNK_SAMPLES = 1 << 18
+# Samples per piece of a family's text (about 2.5 MB): a cluster-day of 5,000 GPUs is ~18 GB of
+# text, built and compressed a few series at a time. Pieces this small stay in the CPU's cache
+# and in memory the allocator reuses; pieces of tens of megabytes cost a fresh mapping (page
+# faults) each and took twice the time to build.
+CHUNK_SAMPLES = 1 << 13
 
 
 def render_dcgm(day: DayValues, labels: DcgmLabels) -> bytes:
@@ -156,43 +162,75 @@ def render_dcgm(day: DayValues, labels: DcgmLabels) -> bytes:
     return out.close()
 
 
+def _label_sets(labels: DcgmLabels, slots: np.ndarray, keys: np.ndarray, *, xid: bool) -> list[str]:
+    """Each series' `{labels} ` (the metric name goes in front): the GPU's labels and its job's."""
+    out = []
+    for slot, key in zip(slots.tolist(), keys.tolist(), strict=True):
+        job = key // 1000 if xid else key
+        attrs = ""
+        if xid and key % 1000:
+            code = key % 1000
+            attrs += f',err_code="{code}",err_msg="{xid_text(code)}"'
+        if job:
+            attrs += f',hpc_job="{job}"'
+        out.append(f"{{{labels.head[slot]}{attrs},{labels.tail[slot]}}} ")
+    return out
+
+
+@dataclass(frozen=True)
+class _Order:
+    """A family's samples in series order (`_series_order`): each series' first sample, GPU, key
+    and labels, and each sample's " timestamp" text. Families that share an order share these."""
+
+    idx: np.ndarray
+    starts: np.ndarray
+    slots: np.ndarray
+    keys: np.ndarray
+    label_sets: list[str]
+    ts: pl.Series
+
+
+def _order(day: DayValues, key: np.ndarray, ms: np.ndarray, labels: DcgmLabels, *, xid: bool) -> _Order:
+    idx, starts, slots, keys = _series_order(key, day.valid)
+    return _Order(idx, starts, slots, keys, _label_sets(labels, slots, keys, xid=xid), " " + ts_strings(ms[idx]))
+
+
+def _xid_order(day: DayValues, ms: np.ndarray, labels: DcgmLabels, by_job: _Order) -> _Order:
+    """The XID family's series also split where a GPU's XID changes; on a day without XIDs (most
+    cluster-days) they are the jobs' series, only labelled as the XID family labels them."""
+    if day.xid.any():
+        return _order(day, day.job * 1000 + day.xid, ms, labels, xid=True)
+    return replace(by_job, label_sets=_label_sets(labels, by_job.slots, by_job.keys * 1000, xid=True))
+
+
 def stream_dcgm(day: DayValues, labels: DcgmLabels, out: Gzip) -> None:
-    """Write one cluster-day of dcgm-exporter samples into `out` (not closed)."""
+    """Write one cluster-day of dcgm-exporter samples into `out` (not closed).
+
+    A series' lines are its prefix (name and labels) joined onto its "value timestamp" strings;
+    built as bytes, so nothing is encoded twice."""
     n = day.job.shape[0]
     host_ms = (day.day_start_s + 60 * np.arange(day.job.shape[1], dtype=np.int64))[None, :] * 1000
-    ms = np.repeat(host_ms + day.offsets_ms[:, None], GPUS_PER_NODE, axis=0)[:n]
-    ts_all = ts_strings(ms)
-    del ms
-    job_order = _series_order(day.job, day.valid)
+    ms = np.repeat(host_ms + day.offsets_ms[:, None], GPUS_PER_NODE, axis=0)[:n].ravel()
+    by_job = _order(day, day.job, ms, labels, xid=False)
     for name, typ, help_text, attr in DCGM_FAMILIES:
         out.write(f"# HELP {name} {help_text}\n# TYPE {name} {typ}\n")
-        if attr == "xid":
-            idx, starts, slots, keys = _series_order(day.job * 1000 + day.xid, day.valid)
-        else:
-            idx, starts, slots, keys = job_order
-        if len(idx) == 0:
+        order = _xid_order(day, ms, labels, by_job) if attr == "xid" else by_job
+        if len(order.idx) == 0:
             continue
-        family = getattr(day, attr).ravel()
-        integral = _integral(family[idx])
-        prefixes = []
-        for slot, key in zip(slots.tolist(), keys.tolist(), strict=True):
-            job = key // 1000 if attr == "xid" else key
-            attrs = ""
-            if attr == "xid" and key % 1000:
-                code = key % 1000
-                attrs += f',err_code="{code}",err_msg="{xid_text(code)}"'
-            if job:
-                attrs += f',hpc_job="{job}"'
-            prefixes.append(f"{name}{{{labels.head[slot]}{attrs},{labels.tail[slot]}}} ")
-        # Pieces end on series boundaries, so joined with "\n" they are the family's text.
-        cuts = np.unique(np.searchsorted(starts, np.arange(0, len(idx), CHUNK_SAMPLES), side="right") - 1)
-        bounds = [*cuts.tolist(), len(starts)]
-        for g0, g1 in itertools.pairwise(bounds):
-            a = int(starts[g0])
-            b = int(starts[g1]) if g1 < len(starts) else len(idx)
-            sub = idx[a:b]
-            vt = (_values(family[sub], integral) + " " + ts_all.gather(sub)).to_list()
-            out.write(_family_text(prefixes[g0:g1], vt, starts[g0:g1] - a) + "\n")
+        family = getattr(day, attr).ravel()[order.idx]
+        value_ts = _values(family, _integral(family)) + order.ts
+        prefixes = [(name + p).encode() for p in order.label_sets]
+        bounds = [*order.starts.tolist(), len(order.idx)]
+        # Pieces end on series boundaries, so together they are the family's text.
+        cuts = np.unique(np.searchsorted(order.starts, np.arange(0, len(order.idx), CHUNK_SAMPLES), side="right") - 1)
+        for g0, g1 in itertools.pairwise([*cuts.tolist(), len(order.starts)]):
+            a = bounds[g0]
+            vt = value_ts.slice(a, bounds[g1] - a).cast(pl.Binary).to_list()
+            lines = [b""] * (g1 - g0 + 1)
+            for i, g in enumerate(range(g0, g1)):
+                p = prefixes[g]
+                lines[i] = p + (b"\n" + p).join(vt[bounds[g] - a : bounds[g + 1] - a])
+            out.write_bytes(b"\n".join(lines))
     out.write("# EOF\n")
 
 
