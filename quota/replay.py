@@ -175,9 +175,12 @@ def replay_cluster(jobs: pl.DataFrame, model: ClusterModel | int, limits: Mappin
 def replay(jobs: pl.DataFrame, models: Mapping[str, ClusterModel], limits: Limits) -> pl.DataFrame:
     """SEGMENTS of every cluster with a model, replayed under `limits`."""
     parts = []
+    # One pass splits the records by cluster; a filter per cluster would read every record once per cluster.
+    by_cluster = {str(key[0]): part for key, part in jobs.filter(pl.col("head")).partition_by(
+        "cluster", as_dict=True, maintain_order=True).items()}
     for cluster in sorted(models):
-        mine = jobs.filter((pl.col("cluster") == cluster) & pl.col("head"))
-        if mine.is_empty():
+        mine = by_cluster.get(cluster)
+        if mine is None or mine.is_empty():
             continue
         mine_limits = {a: v for (c, a), v in limits.items() if c == cluster}
         replayed = _replay_heads(mine, models[cluster], mine_limits)

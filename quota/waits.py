@@ -288,7 +288,9 @@ def wait_causes(
         line, qline, sched = accounts.get(cluster), qos.get(cluster), schedulers.get(cluster)
         if line is None or qline is None:
             continue
-        use = usage.setdefault(cluster, _Usage(line, qline, sched))
+        use = usage.get(cluster)
+        if use is None:  # built once per cluster: its running sums cost a pass over every account's timeline
+            use = usage[cluster] = _Usage(line, qline, sched)
         piece = line.pieces(r["pend_s"], r["pend_e"])
         secs = np.diff(np.clip(line.bounds[piece.start:piece.stop + 1], r["pend_s"], r["pend_e"]))
         path = _Path.of(sched, str(r["account"]), str(r["qos"]))
