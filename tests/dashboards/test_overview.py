@@ -33,7 +33,7 @@ def _run(script: str, **state: object) -> AppTest:
          {"Allocated GPU-hours": "Exactly 15,933 GPU-hours.", "Idle GPU-hours": "Exactly 273 GPU-hours."}),
         ("zh", ["GPU 资源池概览：2026年11月", "数据截至 2026年12月01日 00:59 UTC", "各场景 GPU 小时",
                 "各团队闲置 GPU 小时", "west/eval", "数据完整性", "2小时15分前"],
-         {"已分配 GPU 小时": "1.59万", "正在触发的告警": "1", "未达标的 SLA 结果": "10 项中 4 项"},
+         {"已分配 GPU 小时": "1.59万", "正在触发的告警": "1", "未达标的 SLA 结果": "4/10"},
          {"已分配 GPU 小时": "精确值：15,933 GPU 小时。"}),
     ],
 )
