@@ -98,6 +98,12 @@ def chromium(scratch: Path) -> Iterator[Any]:
             browser.close()
 
 
+CHARTS_DRAWN = """() => [...document.querySelectorAll('[data-testid="stVegaLiteChart"]')].every(chart => {
+    const drawn = chart.querySelector('canvas, svg');
+    return drawn !== null && drawn.getBoundingClientRect().width > 0;
+})"""  # judged on the charts present at each check: a rerun may replace them, so no locator is held
+
+
 def rendered(page: Any) -> None:
     """Wait until Streamlit's script run has ended and everything it sent is drawn (charts draw after)."""
     from playwright.sync_api import expect
@@ -105,8 +111,7 @@ def rendered(page: Any) -> None:
     page.wait_for_selector(READY, timeout=TIMEOUT_MS)
     expect(page.get_by_test_id("stStatusWidget")).to_have_count(0, timeout=TIMEOUT_MS)
     expect(page.locator(SKELETONS)).to_have_count(0, timeout=TIMEOUT_MS)
-    for chart in page.get_by_test_id("stVegaLiteChart").all():
-        chart.locator("canvas, svg").first.wait_for(state="visible", timeout=TIMEOUT_MS)
+    page.wait_for_function(CHARTS_DRAWN, timeout=TIMEOUT_MS)
     page.evaluate("document.fonts.ready")
 
 

@@ -15,6 +15,7 @@ from gpusteward import links
 from gpusteward.config import load_config
 from reports.locale import Lang
 from reports.model import Quantity
+from tests.browser.browsing import CHARTS_DRAWN
 from tests.browser.conftest import Dashboard, keep_copy
 from tests.browser.figures import _number, grids
 from warehouse import Warehouse, open_warehouse
@@ -32,8 +33,7 @@ def _rendered(page: Any) -> None:
 
     page.wait_for_selector(READY, timeout=TIMEOUT_MS)
     expect(page.get_by_test_id("stStatusWidget")).to_have_count(0, timeout=TIMEOUT_MS)
-    for chart in page.get_by_test_id("stVegaLiteChart").all():
-        chart.locator("canvas, svg").first.wait_for(state="visible", timeout=TIMEOUT_MS)
+    page.wait_for_function(CHARTS_DRAWN, timeout=TIMEOUT_MS)
     errors = page.locator(ERRORS)
     assert errors.count() == 0, [e.inner_text()[:500] for e in errors.all()]
 
@@ -61,9 +61,15 @@ def _drawn(page: Any, label: str, cards: bool) -> None:
     _rendered(page)
 
 
+_CARDS = """() => {
+    const texts = id => [...document.querySelectorAll(`[data-testid="${id}"]`)].map(e => e.innerText.trim());
+    const labels = texts('stMetricLabel'), values = texts('stMetricValue');
+    return labels.length === values.length ? [labels, values] : null;
+}"""  # both read in one synchronous snapshot: a rerun between two reads could leave them unequal
+
+
 def _metrics(page: Any) -> dict[str, str]:
-    labels = [m.inner_text().strip() for m in page.locator('[data-testid="stMetricLabel"]').all()]
-    values = [m.inner_text().strip() for m in page.locator('[data-testid="stMetricValue"]').all()]
+    labels, values = page.wait_for_function(_CARDS, timeout=TIMEOUT_MS).json_value()
     return dict(zip(labels, values, strict=True))
 
 
