@@ -10,6 +10,7 @@ card's value on every instance's series, so they are counted once per card (`car
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
 
 import polars as pl
 
@@ -59,8 +60,41 @@ def card_gpu(gpu: pl.Expr) -> pl.Expr:
     return pl.when(gpu >= MIG_GPU_BASE).then(parent).otherwise(gpu).cast(pl.Int16)
 
 
+def cards_per_cluster(inventory: pl.DataFrame) -> dict[str, int]:
+    """Distinct physical cards per cluster of a GPU inventory (cluster, host, gpu[, card_gpu]): the
+    MIG instances of a card count once; a row without `card_gpu` is its own card."""
+    card = pl.col("card_gpu") if "card_gpu" in inventory.columns else pl.lit(None, pl.Int16)
+    cards = inventory.select("cluster", "host", card.fill_null(pl.col("gpu")).alias("_card")).unique()
+    return {str(c): int(n) for c, n in cards.group_by("cluster").len().iter_rows() if c is not None}
+
+
 def held_gpus() -> pl.Expr:
     """A job's allocation in whole-GPU equivalents: `gpu_equivalents` where the scheduler gave a
     fraction, else `gpus_allocated` (null counts 0)."""
     whole = pl.col("gpus_allocated").fill_null(0).cast(pl.Float64)
     return pl.col("gpu_equivalents").fill_null(whole).cast(pl.Float64)
+
+
+_SLURM_MIG_TYPE = re.compile(r"(?:^|_)((?:\d+c\.)?\d+g\.\d+gb(?:\+me)?)$")
+
+
+def typed_gpu_equivalents(typed: Sequence[tuple[str, int]], total: int | None) -> float | None:
+    """Whole-GPU equivalents of a Slurm GPU allocation from its typed gres (`gres/gpu:1g.10gb=1`):
+    a MIG type (its name, or the part after the last `_` as AutoDetect=nvml names them, is a profile)
+    counts its slices of a card (7 per card unless the type names an A30 or RTX PRO 6000), any other
+    type and untyped GPUs count whole. None when no type is a MIG profile: `gpus_allocated` says it."""
+    whole = 0
+    sliced = 0.0
+    found = False
+    for name, count in typed:
+        m = _SLURM_MIG_TYPE.search(name.lower())
+        share = mig_share(m.group(1), name) if m else None
+        if isinstance(share, float):
+            found = True
+            sliced += share * count
+        else:
+            whole += count
+    if not found:
+        return None
+    untyped = max(0, (total or 0) - sum(n for _, n in typed))  # gres/gpu counts typed GPUs too
+    return sliced + whole + untyped
