@@ -43,6 +43,7 @@ class FakeKube:
         self.tokens: set[str] | None = None  # None (and no cert_users): no authentication asked
         self.cert_users: set[str] = set()
         self.seen: list[str] = []  # "token:<t>", "cert:<CN>"
+        self.requests: list[tuple[str, str]] = []  # (method, path) of every authenticated request
 
     def add(self, obj: dict[str, Any], *, version: str | None = None) -> None:
         group, _, default_version = obj["apiVersion"].partition("/")
@@ -134,6 +135,7 @@ def _handler(kube: FakeKube) -> type[BaseHTTPRequestHandler]:
             if not self._authenticated():
                 return
             path = urlparse(self.path).path
+            kube.requests.append(("GET", path))
             with kube.lock:
                 obj = kube.objects.get(path)
                 items = None if obj is not None else kube.list(path)
@@ -153,6 +155,7 @@ def _handler(kube: FakeKube) -> type[BaseHTTPRequestHandler]:
             if not self._authenticated():
                 return
             url = urlparse(self.path)
+            kube.requests.append(("PATCH", url.path))
             dry = parse_qs(url.query).get("dryRun") == ["All"]
             if self.headers.get("Content-Type") != "application/json-patch+json":
                 self._status(415, "UnsupportedMediaType", "only JSON Patch here")
