@@ -113,7 +113,10 @@ def test_one_writer_with_probes_volume_and_the_values(docs: list[dict[str, Any]]
     spec = deploy["spec"]
     assert (spec["replicas"], spec["strategy"]) == (1, {"type": "Recreate"})  # DuckDB: one writer at a time
     pod = spec["template"]["spec"]
-    (container,) = pod["containers"]
+    container, dashboard = pod["containers"]
+    assert dashboard["image"] == IMAGE
+    assert dashboard["args"][0] == "dashboard"
+    assert {m["name"]: m.get("readOnly", False) for m in dashboard["volumeMounts"]}["data"] is True
     assert container["image"] == IMAGE
     port = {p["name"]: p["containerPort"] for p in container["ports"]}["http"]
     assert f"--listen=0.0.0.0:{port}" in container["args"]
