@@ -21,6 +21,7 @@ from typing import Any
 import click
 
 from gpusteward.domain import Month
+from gpusteward.errors import InputError
 from service.cli_options import config_option, db_option, load, month_option, open_for_writing, pick_month
 
 by_option = click.option(
@@ -264,7 +265,10 @@ def _kube_api(ctx_args: dict[str, Any], config: Any) -> Any:
                                   context=ctx_args["kube_context"] or cfg.context)
     # Paths from the command line are the caller's; those from the config are relative to its file.
     base = "." if url or ctx_args["kubeconfig"] else config.base_dir
-    return connect(cfg, base_dir=base)
+    try:
+        return connect(cfg, base_dir=base)
+    except InputError as exc:  # no such kubeconfig or context, not in a pod: before anything is read or written
+        raise click.ClickException(str(exc)) from exc
 
 
 def _run(ctx_args: dict[str, Any], plan_id: str, *, rollback: bool, dry_run: bool = False) -> None:
