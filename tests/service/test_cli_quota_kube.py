@@ -13,8 +13,8 @@ from click.testing import CliRunner
 from gpusteward.domain import Month
 from quota.plan import Plan, PlanItem
 from service.cli import cli
-from tests.collectors.kube.objects import fake_kube
-from tests.collectors.kube.server import FakeKube, serve
+from tests.collectors.kube.objects import serving_recorded
+from tests.collectors.kube.server import FakeKube
 from tests.sla.builders import T0
 from warehouse import open_warehouse
 
@@ -23,10 +23,8 @@ CQ = "/apis/kueue.x-k8s.io/v1beta2/clusterqueues/tas-cluster-queue"
 
 @pytest.fixture
 def kube() -> Iterator[tuple[FakeKube, str]]:
-    k = fake_kube()
-    k.tokens = {"ops-token"}
-    with serve(k) as url:
-        yield k, url
+    with serving_recorded("ops-token") as served:
+        yield served
 
 
 def _approved_plan(tmp_path: Path, extra_config: str = "") -> list[str]:

@@ -14,18 +14,16 @@ from gpusteward.config import load_config_text
 from gpusteward.errors import ConfigError, PermanentError
 from service.kube_queue import kube_sources
 from service.serve import settings_from_config
-from tests.collectors.kube.objects import fake_kube
-from tests.collectors.kube.server import FakeKube, serve
+from tests.collectors.kube.objects import serving_recorded
+from tests.collectors.kube.server import FakeKube
 from tests.service.test_slurm_queue import T0, _serve_for
 from warehouse import Warehouse, open_warehouse
 
 
 @pytest.fixture
 def kube() -> Iterator[tuple[FakeKube, str]]:
-    k = fake_kube()
-    k.tokens = {"reader-token"}
-    with serve(k) as url:
-        yield k, url
+    with serving_recorded("reader-token") as served:
+        yield served
 
 
 @pytest.fixture
