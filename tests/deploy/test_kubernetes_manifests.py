@@ -42,7 +42,7 @@ auth = "in_cluster"
 
 
 def render(overlay: Path) -> list[dict[str, Any]]:
-    kubectl = require_binary("kubectl", package="kubectl (1.27 or later: Kustomize v5)")
+    kubectl = require_binary("kubectl", package="kubectl (with Kustomize v4.2 or later; tested with kubectl 1.32)")
     done = subprocess.run([kubectl, "kustomize", str(overlay)], capture_output=True, text=True, timeout=120,
                           check=False)
     assert done.returncode == 0, done.stderr
