@@ -14,6 +14,7 @@ from gpusteward.config.alerting import AlertEngineConfig, OutboxConfig, SilenceC
 from gpusteward.config.capacity import CapacityConfig
 from gpusteward.config.fields import opt, req
 from gpusteward.config.inference import InferenceConfig
+from gpusteward.config.kubernetes import KubernetesConfig
 from gpusteward.config.limits import LimitsConfig
 from gpusteward.config.protection import InferenceReserveLine as InferenceReserveLine  # noqa: PLC0414 - re-exported
 from gpusteward.config.protection import ProtectionConfig as ProtectionConfig  # noqa: PLC0414 - re-exported
@@ -196,6 +197,9 @@ class Config:
     )
     dashboard: DashboardConfig = opt(DashboardConfig(), "the dashboard the review and the alerts link to")
     capacity: CapacityConfig = opt(CapacityConfig(), "how GPUs count: shared (time-sliced) GPUs by their fraction")
+    kubernetes: KubernetesConfig = opt(
+        KubernetesConfig(), "the Kubernetes API server of Kueue and Volcano, and the credentials to reach it"
+    )
     base_dir: str = field(default=".", metadata={"help": "", "internal": True})
 
     def resolve(self, relative: str) -> str:
