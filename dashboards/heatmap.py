@@ -81,16 +81,21 @@ def cells(inventory: pl.DataFrame, buckets: pl.DataFrame, cluster: str, day: dat
 
 def chart(frame: pl.DataFrame, tx: Texts) -> alt.LayerChart:
     """Rect per cell: viridis for engine activity 0..100%, grey (dashed outline) for no data."""
-    rows = frame["row"].unique(maintain_order=True).to_list()
-    hours = frame.sort("order")["hour"].unique(maintain_order=True).to_list()
-    step = 14 if len(rows) <= 80 else 8 if len(rows) <= 250 else 4
+    rows = frame["row"].n_unique()
+    step = 14 if rows <= 80 else 8 if rows <= 250 else 4
     activity = tx("heatmap.activity")
     no_data = tx("heatmap.no_data")
-    # Only what is drawn or shown travels to the browser (24,000 cells for 1,000 GPUs).
-    data = frame.select("row", "hour", (pl.col("engine") * 100).alias("engine_pct"), "minutes",
+    # Only what is drawn or shown travels to the browser (24,000 cells for 1,000 GPUs). The axes' order is a
+    # field of each cell (its GPU's rank, its hour's), never a list of the values: Vega-Lite turns such a list
+    # into an `indexof([...], datum.row)` per cell, which Streamlit's CSP-safe expression interpreter
+    # evaluated in 7-13 s for 1,000 GPUs (docs/performance.md, "Dashboard: page loads").
+    row_order = pl.struct("host", "gpu").rank("dense").cast(pl.Int32).alias("row_order")
+    data = frame.select("row", row_order, "hour", "order", (pl.col("engine") * 100).alias("engine_pct"), "minutes",
                         pl.col("memory_gib").round(2), pl.col("power_w").round(1)).to_pandas()
-    x = alt.X("hour:O", sort=hours, title=tx("heatmap.hour", zone=tx.zone), axis=alt.Axis(labelAngle=0))
-    y = alt.Y("row:O", sort=rows, title=tx("heatmap.gpu"), axis=alt.Axis(labelLimit=220, labelOverlap=True))
+    x = alt.X("hour:O", sort=alt.EncodingSortField("order", op="min"), title=tx("heatmap.hour", zone=tx.zone),
+              axis=alt.Axis(labelAngle=0))
+    y = alt.Y("row:O", sort=alt.EncodingSortField("row_order", op="min"), title=tx("heatmap.gpu"),
+              axis=alt.Axis(labelLimit=220, labelOverlap=True))
     tooltip = [
         alt.Tooltip("row:O", title=tx("heatmap.gpu")),
         alt.Tooltip("hour:O", title=tx("heatmap.hour", zone=tx.zone)),
@@ -113,7 +118,7 @@ def chart(frame: pl.DataFrame, tx: Texts) -> alt.LayerChart:
         tooltip=[tooltip[0], tooltip[1], alt.Tooltip("state:N", title=activity)],
     )
     independent = alt.Resolve(scale=alt.ScaleResolveMap(color="independent"))  # two legends: scale and "No data"
-    return alt.LayerChart(layer=[measured, missing], height=max(step * len(rows), 120), resolve=independent)
+    return alt.LayerChart(layer=[measured, missing], height=max(step * rows, 120), resolve=independent)
 
 
 def summary(frame: pl.DataFrame) -> tuple[float | None, int, int]:
