@@ -72,6 +72,12 @@ def heatmap(view: View) -> None:
     a.metric(tx("heatmap.gpus"), frame["row"].n_unique())
     b.metric(tx("heatmap.mean"), tx.fmt.quantity(Quantity(mean, "percent")))
     c.metric(tx("heatmap.cells_no_data"), tx("heatmap.cells_value", missing=missing, total=measured + missing))
+    blocks = hm.blocks(frame)
+    if len(blocks) > 1:  # the cards above count the whole cluster; the chart draws a block of its GPUs
+        total = blocks[-1][1]
+        block = st.selectbox(tx("heatmap.rows"), range(len(blocks)), key="hm_rows", format_func=lambda b: tx(
+            "heatmap.rows_value", first=blocks[b][0], last=blocks[b][1], total=total))
+        frame = hm.block_of(frame, int(block or 0))
     st.altair_chart(hm.chart(frame, tx), width="stretch")
 
 

@@ -20,6 +20,10 @@ from warehouse.gpu_buckets import coarsen
 
 NO_DATA_FILL = "#c9c9c9"
 HOUR = timedelta(hours=1)
+ROWS_PER_CHART = 250
+"""GPUs drawn at once; a bigger cluster is shown a block at a time. 1,000 GPUs in one chart (24,000 cells, 4 px
+a row) took 11-17 s to open in Chromium on the shared machine, most of it Vega drawing the cells
+(docs/performance.md)."""
 
 
 def day_bounds(day: date, tz: str) -> tuple[datetime, datetime]:
@@ -119,6 +123,22 @@ def chart(frame: pl.DataFrame, tx: Texts) -> alt.LayerChart:
     )
     independent = alt.Resolve(scale=alt.ScaleResolveMap(color="independent"))  # two legends: scale and "No data"
     return alt.LayerChart(layer=[measured, missing], height=max(step * rows, 120), resolve=independent)
+
+
+def _block() -> pl.Expr:
+    """Each cell's block of ROWS_PER_CHART GPUs, in host then GPU index order (0 first)."""
+    return (pl.struct("host", "gpu").rank("dense").cast(pl.Int64) - 1) // ROWS_PER_CHART
+
+
+def blocks(frame: pl.DataFrame) -> list[tuple[int, int]]:
+    """The (first, last) GPU, counted from 1, of each block the cells' GPUs make."""
+    total = frame.select(pl.struct("host", "gpu").n_unique()).item()
+    return [(start + 1, min(start + ROWS_PER_CHART, total)) for start in range(0, total, ROWS_PER_CHART)]
+
+
+def block_of(frame: pl.DataFrame, block: int) -> pl.DataFrame:
+    """The cells of the `block`-th block of GPUs (see `blocks`)."""
+    return frame.filter(_block() == block)
 
 
 def summary(frame: pl.DataFrame) -> tuple[float | None, int, int]:
