@@ -19,7 +19,7 @@ from dashboards.texts import Texts
 from warehouse import open_warehouse
 from warehouse.series import queue_wait_daily
 from warehouse.series_allocation import allocation_hourly
-from warehouse.series_daily import idle_daily
+from warehouse.series_daily import idle_daily, preemptions_daily
 from warehouse.series_inference import inference_hourly
 
 NO_VALUE = {"", "None", "null", "<NA>", "NaN"}
@@ -124,11 +124,23 @@ def _idle_by_day(page: Any, shown: Shown, tx: Texts) -> int:
                    0.05)
 
 
+def _preempted_by_day(page: Any, shown: Shown, tx: Texts) -> int:
+    zone = shown.config.timezone
+    daily = _series(shown, lambda wh: preemptions_daily(wh, shown.month.in_zone(zone), shown.config))
+    by_scenario = daily.filter(pl.col("preempted") > 0).group_by("scenario", "day").agg(pl.col("preempted").sum())
+    expected: dict[Key, float | None] = {
+        (tx.fmt.term("scenario", r["scenario"]), r["day"].isoformat()): float(r["preempted"])
+        for r in by_scenario.iter_rows(named=True)}
+    return compare(chart_grids(page, tx)[0], [tx("col.scenario"), tx("chart.day")], tx("chart.preempted"), expected,
+                   0.0)
+
+
 CHART_CHECKS: dict[str, Check] = {
     "overview": _allocation,
     "queues": _queue_wait,
     "inference": _inference,
     "idle": _idle_by_day,
+    "preemption": _preempted_by_day,
 }
 
 

@@ -218,7 +218,7 @@ VISITS = [
     Visit("queues", with_chart("queues", _result_rows)),
     Visit("inference", with_chart("inference", _result_rows)),
     Visit("idle", with_chart("idle", _idle), title_key="idle_page.title"),
-    Visit("preemption", _preemption, figures_expected=False),  # the two test days record no preemption
+    Visit("preemption", with_chart("preemption", _preemption)),
     Visit("review", _review),
     Visit("plans", _plans),
     Visit("alerts", _alerts),
