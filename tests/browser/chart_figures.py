@@ -82,57 +82,59 @@ def compare(grid: list[list[str]], keys: list[str], value: str, expected: Mappin
     return checked
 
 
+Row = dict[str, Any]
+
+
+def _first_chart(page: Any, tx: Texts, rows: pl.DataFrame, spec: tuple[list[str], str, float], *,
+                 key: Callable[[Row], Key], value: Callable[[Row], Any]) -> int:
+    """The page's first chart's numbers against `rows` of the warehouse's series. `spec`: the grid's columns
+    that make a row's key and the column of its value (catalogue keys), and the tolerance (the table's
+    rounding); `key` and `value` give them for a row of the series."""
+    columns, title, tolerance = spec
+    expected: dict[Key, float | None] = {key(r): value(r) for r in rows.iter_rows(named=True)}
+    return compare(chart_grids(page, tx)[0], [tx(c) for c in columns], tx(title), expected, tolerance)
+
+
 def _allocation(page: Any, shown: Shown, tx: Texts) -> int:
     """The first cluster's chart: GPUs reporting per hour."""
     zone = shown.config.timezone
     hourly = _series(shown, lambda wh: allocation_hourly(wh, shown.month.in_zone(zone), shown.config))
-    cluster = sorted(set(hourly["cluster"].to_list()))[0]
+    first = hourly.filter(pl.col("cluster") == hourly["cluster"].min())
     label = tx("chart.alloc.reporting")
-    expected: dict[Key, float | None] = {
-        (_local(r["hour"], zone), label): r["reporting_gpus"]
-        for r in hourly.filter(pl.col("cluster") == cluster).iter_rows(named=True)}
-    return compare(chart_grids(page, tx)[0], [tx("chart.hour"), tx("chart.series")], tx("chart.gpus"), expected,
-                   0.05)
+    return _first_chart(page, tx, first, (["chart.hour", "chart.series"], "chart.gpus", 0.05),
+                        key=lambda r: (_local(r["hour"], zone), label), value=lambda r: r["reporting_gpus"])
 
 
 def _queue_wait(page: Any, shown: Shown, tx: Texts) -> int:
     zone = shown.config.timezone
     daily = _series(shown, lambda wh: queue_wait_daily(wh, shown.month.in_zone(zone)))
-    expected: dict[Key, float | None] = {
-        (r["queue"], r["day"].isoformat()): r["wait_p95_s"] / 3600 for r in daily.iter_rows(named=True)}
-    return compare(chart_grids(page, tx)[0], [tx("col.queue"), tx("chart.day")], tx("chart.wait_p95_h"), expected,
-                   0.005)
+    return _first_chart(page, tx, daily, (["col.queue", "chart.day"], "chart.wait_p95_h", 0.005),
+                        key=lambda r: (r["queue"], r["day"].isoformat()), value=lambda r: r["wait_p95_s"] / 3600)
 
 
 def _inference(page: Any, shown: Shown, tx: Texts) -> int:
     zone = shown.config.timezone
     hourly = _series(shown, lambda wh: inference_hourly(wh, shown.month.in_zone(zone)))
-    expected: dict[Key, float | None] = {
-        (r["service"], _local(r["hour"], zone)): r["p95_s"] for r in hourly.iter_rows(named=True)}
-    return compare(chart_grids(page, tx)[0], [tx("col.service"), tx("chart.hour")], tx("chart.inference.p95"),
-                   expected, 0.0005)
+    return _first_chart(page, tx, hourly, (["col.service", "chart.hour"], "chart.inference.p95", 0.0005),
+                        key=lambda r: (r["service"], _local(r["hour"], zone)), value=lambda r: r["p95_s"])
 
 
 def _idle_by_day(page: Any, shown: Shown, tx: Texts) -> int:
     zone = shown.config.timezone
     daily = _series(shown, lambda wh: idle_daily(wh, shown.month.in_zone(zone)))
     by_team = daily.group_by("team", "day").agg(pl.col("idle_held_gpu_hours").sum())
-    expected: dict[Key, float | None] = {
-        (shown.team_names.get(r["team"], r["team"]), r["day"].isoformat()): r["idle_held_gpu_hours"]
-        for r in by_team.iter_rows(named=True)}
-    return compare(chart_grids(page, tx)[0], [tx("col.team"), tx("chart.day")], tx("chart.idle_held_h"), expected,
-                   0.05)
+    return _first_chart(page, tx, by_team, (["col.team", "chart.day"], "chart.idle_held_h", 0.05),
+                        key=lambda r: (str(shown.team_names.get(r["team"], r["team"])), r["day"].isoformat()),
+                        value=lambda r: r["idle_held_gpu_hours"])
 
 
 def _preempted_by_day(page: Any, shown: Shown, tx: Texts) -> int:
     zone = shown.config.timezone
     daily = _series(shown, lambda wh: preemptions_daily(wh, shown.month.in_zone(zone), shown.config))
     by_scenario = daily.filter(pl.col("preempted") > 0).group_by("scenario", "day").agg(pl.col("preempted").sum())
-    expected: dict[Key, float | None] = {
-        (tx.fmt.term("scenario", r["scenario"]), r["day"].isoformat()): float(r["preempted"])
-        for r in by_scenario.iter_rows(named=True)}
-    return compare(chart_grids(page, tx)[0], [tx("col.scenario"), tx("chart.day")], tx("chart.preempted"), expected,
-                   0.0)
+    return _first_chart(page, tx, by_scenario, (["col.scenario", "chart.day"], "chart.preempted", 0.0),
+                        key=lambda r: (tx.fmt.term("scenario", r["scenario"]), r["day"].isoformat()),
+                        value=lambda r: float(r["preempted"]))
 
 
 CHART_CHECKS: dict[str, Check] = {
