@@ -30,6 +30,10 @@ echo "podman run flags: ${flags[*]:-(none)}"
 # --network host: the host probes the service on loopback (and no CNI plugins are needed);
 # --read-only: everything the service writes goes to the volume (and /tmp).
 run=(podman run "${flags[@]}" --network host --read-only --tmpfs /tmp -v "$volume:/var/lib/gpusteward")
+# podman runs a HEALTHCHECK on a systemd timer; without systemd it only logs errors, and
+# `podman healthcheck run` below runs the check by hand either way.
+health=()
+[ -d /run/systemd/system ] || health=(--health-interval disable)
 
 cleanup() {
   podman rm -f -t 30 "$name-dashboard" >/dev/null 2>&1 || true
@@ -40,11 +44,11 @@ trap cleanup EXIT
 
 echo "demo: ${DEMO_DAYS:-31} days, in $IMAGE"
 started=$SECONDS
-"${run[@]}" --rm "$IMAGE" demo --out /var/lib/gpusteward/demo --days "${DEMO_DAYS:-31}"
+"${run[@]}" --rm --no-healthcheck "$IMAGE" demo --out /var/lib/gpusteward/demo --days "${DEMO_DAYS:-31}"
 echo "demo took $((SECONDS - started)) s"
 
 echo "the Chinese review's font, and the reviews written:"
-"${run[@]}" --rm --entrypoint python3 "$IMAGE" -c '
+"${run[@]}" --rm --no-healthcheck --entrypoint python3 "$IMAGE" -c '
 from pathlib import Path
 from reports.fonts import chinese_family
 family = chinese_family()
@@ -56,7 +60,7 @@ raise SystemExit(0 if family and any("zh" in r for r in reviews) else 1)
 
 port=$("$VENV/bin/python" -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
 echo "serve: the demo's warehouse, on 127.0.0.1:$port"
-"${run[@]}" -d --name "$name" -e "GPUSTEWARD_PROBE_BASE=http://127.0.0.1:$port" "$IMAGE" \
+"${run[@]}" "${health[@]}" -d --name "$name" -e "GPUSTEWARD_PROBE_BASE=http://127.0.0.1:$port" "$IMAGE" \
   serve --config /var/lib/gpusteward/demo/gpusteward.toml --listen "127.0.0.1:$port" >/dev/null
 started=$SECONDS
 until curl -fsS "http://127.0.0.1:$port/readyz" >/dev/null 2>&1; do
@@ -78,7 +82,7 @@ podman healthcheck run "$name" && echo "HEALTHCHECK: healthy"
 dport=$("$VENV/bin/python" -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
 echo "dashboard: Streamlit on the service's read model, the volume mounted read-only, on 127.0.0.1:$dport"
 podman run "${flags[@]}" --network host --read-only --tmpfs /tmp -e HOME=/tmp -v "$volume:/var/lib/gpusteward:ro" \
-  -d --name "$name-dashboard" --entrypoint sh "$IMAGE" -c '
+  --no-healthcheck -d --name "$name-dashboard" --entrypoint sh "$IMAGE" -c '
     app=$(python3 -c "import importlib.util as u; print(u.find_spec(\"dashboards\").submodule_search_locations[0])")/app.py
     exec streamlit run "$app" --server.address 127.0.0.1 --server.port "$0" --server.headless true \
       --browser.gatherUsageStats false -- --read-model /var/lib/gpusteward/demo/readmodel \
