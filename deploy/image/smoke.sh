@@ -80,13 +80,11 @@ echo "/metrics: $metrics gpusteward_ samples"
 podman healthcheck run "$name" && echo "HEALTHCHECK: healthy"
 
 dport=$("$VENV/bin/python" -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
-echo "dashboard: Streamlit on the service's read model, the volume mounted read-only, on 127.0.0.1:$dport"
-podman run "${flags[@]}" --network host --read-only --tmpfs /tmp -e HOME=/tmp -v "$volume:/var/lib/gpusteward:ro" \
-  --no-healthcheck -d --name "$name-dashboard" --entrypoint sh "$IMAGE" -c '
-    app=$(python3 -c "import importlib.util as u; print(u.find_spec(\"dashboards\").submodule_search_locations[0])")/app.py
-    exec streamlit run "$app" --server.address 127.0.0.1 --server.port "$0" --server.headless true \
-      --browser.gatherUsageStats false -- --read-model /var/lib/gpusteward/demo/readmodel \
-      --config /var/lib/gpusteward/demo/gpusteward.toml --api "http://127.0.0.1:$1"' "$dport" "$port" >/dev/null
+echo "dashboard: gpusteward dashboard on the service's read model, the volume mounted read-only, on 127.0.0.1:$dport"
+podman run "${flags[@]}" --network host --read-only --tmpfs /tmp -v "$volume:/var/lib/gpusteward:ro" \
+  -e HOME=/tmp -e MPLCONFIGDIR=/tmp/matplotlib -e NUMBA_CACHE_DIR=/tmp/numba \
+  --no-healthcheck -d --name "$name-dashboard" "$IMAGE" dashboard --config /var/lib/gpusteward/demo/gpusteward.toml \
+  --read-model /var/lib/gpusteward/demo/readmodel --api "http://127.0.0.1:$port" --port "$dport" >/dev/null
 started=$SECONDS
 until curl -fsS "http://127.0.0.1:$dport/_stcore/health" >/dev/null 2>&1; do
   if ((SECONDS - started > 120)) || [ "$(podman inspect -f '{{.State.Running}}' "$name-dashboard")" != true ]; then
