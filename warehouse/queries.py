@@ -20,7 +20,7 @@ from sla.inputs import GPU_INVENTORY, EvaluationInputs
 from sla.outputs import MonthOutputs, plan_protected_frame, plan_replay_frame
 from warehouse.daily import month_accounts, month_arrays, month_daily_usage, month_failures
 from warehouse.ledger import month_gpu_states, month_ledger
-from warehouse.minute_chunks import CHUNK_ROWS, month_digest
+from warehouse.minute_chunks import DigestEngine, month_digest
 from warehouse.sql import run, scalar
 
 USER_TABLES = (
@@ -86,10 +86,15 @@ def _bounds(month: Month) -> list[datetime]:
 
 
 def evaluation_inputs(
-    con: duckdb.DuckDBPyConnection, month: Month, *, idle: IdleConfig | None = None, chunk_rows: int = CHUNK_ROWS
+    con: duckdb.DuckDBPyConnection,
+    month: Month,
+    *,
+    idle: IdleConfig | None = None,
+    chunk_rows: int | None = None,
+    engine: DigestEngine = "duckdb",
 ) -> EvaluationInputs:
-    """The month's inputs. With `idle`, the GPU-minutes come digested (read a chunk of hosts at a time,
-    so memory does not grow with the fleet) and `gpu_minutes` is empty; without, they come whole."""
+    """The month's inputs. With `idle`, the GPU-minutes come digested (by `engine`, a chunk of hosts at
+    a time, so memory does not grow with the fleet) and `gpu_minutes` is empty; without, they come whole."""
     lo, hi = _bounds(month)
     jobs = month_jobs(con, month)
     events = _frame(
@@ -132,7 +137,7 @@ def evaluation_inputs(
     inputs = EvaluationInputs(month, jobs, events, minutes, windows, quotas, gpus, data_end(con))
     if idle is None:
         return inputs
-    return replace(inputs, minute_digest=month_digest(con, window_of(inputs), idle, chunk_rows))
+    return replace(inputs, minute_digest=month_digest(con, window_of(inputs), idle, chunk_rows, engine))
 
 
 def month_jobs(con: duckdb.DuckDBPyConnection, month: Month) -> pl.DataFrame:

@@ -20,7 +20,7 @@ from sla.inputs import EvaluationInputs
 from sla.outputs import MonthOutputs
 from warehouse import ingest, quarantine, queries
 from warehouse.migrate import available, current_version, migrate
-from warehouse.minute_chunks import CHUNK_ROWS
+from warehouse.minute_chunks import DigestEngine
 from warehouse.quarantine import Quarantined
 from warehouse.sql import run, transaction, unregister
 
@@ -291,10 +291,15 @@ class Warehouse:
         return {t: self.count(t) for t in queries.USER_TABLES}
 
     def evaluation_inputs(
-        self, month: Month, *, idle: IdleConfig | None = None, chunk_rows: int = CHUNK_ROWS
+        self,
+        month: Month,
+        *,
+        idle: IdleConfig | None = None,
+        chunk_rows: int | None = None,
+        engine: DigestEngine = "duckdb",
     ) -> EvaluationInputs:
         """The month's evaluation inputs; see queries.evaluation_inputs (`idle`: digested GPU-minutes)."""
-        return queries.evaluation_inputs(self._con, month, idle=idle, chunk_rows=chunk_rows)
+        return queries.evaluation_inputs(self._con, month, idle=idle, chunk_rows=chunk_rows, engine=engine)
 
     def data_end(self) -> datetime | None:
         return queries.data_end(self._con)
