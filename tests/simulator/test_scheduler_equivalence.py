@@ -79,7 +79,7 @@ def _spec(i: int, j: dict[str, object]) -> JobSpec:
     return spec
 
 
-@settings(max_examples=100, deadline=None)
+@settings(max_examples=60, deadline=None)
 @given(
     st.integers(2, 6),
     st.lists(job, min_size=1, max_size=80),
@@ -120,7 +120,7 @@ def _pin_within(spec: JobSpec, n_hosts: int) -> JobSpec:
 def test_the_generated_workload_schedules_exactly_as_the_reference() -> None:
     # Slurm's defaults only: the random workloads above vary the depths and intervals.
     slurm = SLURM_DEFAULTS
-    fleet = build_fleet(24)
+    fleet = build_fleet(12)
     plan = make_plan(fleet, date(2026, 10, 1), 2, 3)
     for c in fleet.clusters:
         replicas = place_replicas(c) if c.name == "east" else ()
