@@ -21,8 +21,9 @@ from sla.inputs import EvaluationInputs
 from sla.minute_digest import MinuteDigest
 from sla.outputs import MonthOutputs
 from warehouse import ingest, quarantine, queries
+from warehouse.backup import backup_before_migrating
 from warehouse.export import Exported, export_month
-from warehouse.migrate import available, current_version, migrate
+from warehouse.migrate import available, current_version, migrate, pending
 from warehouse.minute_chunks import DigestEngine, month_digest
 from warehouse.quarantine import Quarantined
 from warehouse.sql import run, transaction, unregister
@@ -409,6 +410,7 @@ def open_warehouse(
 ) -> Iterator[Warehouse]:
     """Open (and, when writable, create and migrate) the warehouse at `path`.
 
+    An existing warehouse with pending migrations is first copied beside itself (warehouse/backup.py).
     Read-only connections cannot reach the file system through SQL (external access disabled).
     """
     p = str(path)
@@ -424,6 +426,9 @@ def open_warehouse(
         # A long query would draw a progress bar on stderr, which is the service's log.
         run(con, "SET enable_progress_bar = false")
         if not read_only:
+            waiting = pending(con)
+            if waiting:
+                backup_before_migrating(con, Path(p), waiting[0])
             migrate(con)
         else:
             _require_current_schema(con, p)
