@@ -71,9 +71,30 @@ class ReclaimPolicy:
 
 
 @dataclass(frozen=True)
+class ReclaimKubernetes:
+    cluster: str = req("cluster name (as job records name it) whose reclaim actions go to this Kubernetes API")
+    api_url: str = req("Kubernetes API server URL")
+    token_env: str | None = opt(None, "environment variable holding the bearer token; never printed")
+    ca_file: str | None = opt(None, "CA bundle of the API server's certificate, relative to the config file")
+
+
+@dataclass(frozen=True)
 class ReclaimConfig:
     paused: bool = opt(False, "kill switch: true stops every warning and action; `reclaim plan` still shows candidates")
     max_actions_per_hour: int = opt(
         DEFAULT_MAX_ACTIONS_PER_HOUR, "most taking actions (requeue, suspend, cancel, scale) per cluster in any hour"
     )
     policies: list[ReclaimPolicy] = opt([], "reclaim policies; the first that covers a job decides")
+    receivers: list[str] = opt(
+        [], "receivers ([[alerts.receivers]]) every warning and action notice goes to; empty: every receiver"
+    )
+    team_receivers: dict[str, list[str]] = opt({}, "per team, receivers its warnings also go to (the team's channel)")
+    team_leads: dict[str, list[str]] = opt(
+        {}, "per team, the identities (control API callers) who may exempt the team's jobs from reclaiming"
+    )
+    deployments: dict[str, str] = opt(
+        {}, "scale actions: inference service -> the Kubernetes Deployment serving it, as namespace/name"
+    )
+    kubernetes: list[ReclaimKubernetes] = opt(
+        [], "clusters whose actions go to Kubernetes (Kueue Workloads, Deployments); Slurm clusters: [[service.slurm]]"
+    )
