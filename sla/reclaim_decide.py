@@ -81,6 +81,8 @@ def decide(plan: pl.DataFrame, ledger: pl.DataFrame, now: datetime) -> pl.DataFr
             out.append(_line(row, "warning", at, warning_state, None))
             continue
         warned = latest_warning.get(episode)
+        if warned is not None and not row["idle_since_clipped"] and warned[0] < row["idle_since"]:
+            warned = None  # about an earlier idle stretch (the evaluator ignored it too)
         if warned is None:  # grace 0s: the warning goes with the action
             warning = _line(row, "warning", at, warning_state, None)
             out.append(warning)
