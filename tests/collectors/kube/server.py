@@ -25,6 +25,7 @@ PLURALS = {
     "Workload": "workloads",
     "Queue": "queues",
     "PodGroup": "podgroups",
+    "Deployment": "deployments",
 }
 
 
