@@ -112,8 +112,9 @@ class Reclaim:
             if at is None:
                 return JobResult(detail="no GPU-minutes yet")
             plan, lines, ends = self._plan(view, at)
+        # Outbox items fall due at the clock's now, not the watermark's (which skewed exporter clocks can put ahead)
         items = [item for line in lines.to_dicts() if line["kind"] == "warning"
-                 for item in self._notice(line, plan, at)]
+                 for item in self._notice(line, plan, now)]
         with self.lock:
             stored = ledger.store_decisions(self.wh, lines, items)
         acted = self._execute(now, at, ends)
