@@ -18,7 +18,9 @@ from collectors.reclaim_actions import ActionResult, ReclaimTarget
 from gpusteward.config import Config, load_config
 from gpusteward.errors import TransientError
 from gpusteward.tables import GPU_MINUTES, JOBS
+from service.api import Request
 from service.reclaim_job import Reclaim, check_objection
+from service.serve import ServeSettings, Service
 from tests.sla.builders import BASE_TOML, at, frame
 from tests.sla.reclaim_builders import BUSY, IDLE, gpu_minutes_of, notebook, trainer
 from warehouse import Warehouse, control, open_warehouse
@@ -219,3 +221,21 @@ def test_an_objection_is_a_team_leads_or_an_admins(wh: Warehouse, tmp_path: Path
     with pytest.raises(ControlError, match="no reclaim action") as unknown:
         control.record(wh, "alice", "reclaim.approve", "0" * 32, at=at(10))
     assert unknown.value.status == 404
+
+
+def test_the_service_runs_the_reclaimer_and_audits_objections_through_its_controller(
+    wh: Warehouse, tmp_path: Path
+) -> None:
+    service = Service(_config(tmp_path), ServeSettings(read_model=tmp_path / "readmodel"),
+                      reclaim_actions=lambda _cluster: FakeScheduler())
+    lanes = service._lanes(wh)
+    reclaimers = [job for job in lanes["analysis"] if isinstance(job, Reclaim)]
+    assert [(job.name, job.interval) for job in reclaimers] == [("reclaim", service.settings.evaluate_interval)]
+    service._schedule(lanes)
+    service._wh = wh
+    objection = Request("lea", "reclaim.exempt", "east/1", None, "demo tomorrow", role="operator", via="dashboard")
+    assert service.act(objection)["action"] == "reclaim.exempt"
+    with pytest.raises(ControlError, match="not a lead of team nlp"):
+        service.act(Request("mallory", "reclaim.exempt", "east/3", None, None, role="operator"))
+    audit = wh.query("SELECT actor, action, target, reason, via FROM control_actions ORDER BY acted_at")
+    assert audit.rows() == [("lea", "reclaim.exempt", "east/1", "demo tomorrow", "dashboard")]
