@@ -75,6 +75,26 @@ def decisions(wh: Warehouse, *, runs_from: datetime | None = None, start: dateti
     return tables.conform(wh.query(sql, params), RECLAIM_DECISIONS)
 
 
+def month_lines(wh: Warehouse, start: datetime, end: datetime) -> pl.DataFrame:
+    """The ledger lines decided in [start, end), and the objections made then as lines of kind `objection`
+    (team and scenario from the job's latest warning; null when it was never warned)."""
+    lines = decisions(wh, start=start, end=end)
+    frame = wh.query(
+        "SELECT 'objection' AS kind, a.action_id AS decision_id, a.acted_at AS decided_at, a.actor AS decided_by,"
+        " split_part(a.target, '/', 1) AS cluster,"
+        " substr(a.target, length(split_part(a.target, '/', 1)) + 2) AS job_id,"
+        " w.team, w.scenario, w.policy, coalesce(w.action, 'notify') AS action, coalesce(w.mode, 'auto') AS mode,"
+        " 'objection' AS state FROM control_actions a LEFT JOIN ("
+        "   SELECT cluster, job_id, arg_max(team, decided_at) AS team, arg_max(scenario, decided_at) AS scenario,"
+        "          arg_max(policy, decided_at) AS policy, arg_max(action, decided_at) AS action,"
+        "          arg_max(mode, decided_at) AS mode FROM reclaim_decisions WHERE kind = 'warning'"
+        "   GROUP BY cluster, job_id) w ON w.cluster || '/' || w.job_id = a.target"
+        " WHERE a.action = 'reclaim.exempt' AND a.acted_at >= ? AND a.acted_at < ?",
+        [naive_utc(start), naive_utc(end)],
+    )
+    return pl.concat([lines, tables.conform(frame, RECLAIM_DECISIONS)])
+
+
 def pending_actions(wh: Warehouse) -> pl.DataFrame:
     """Actions due to be sent to the scheduler (auto, approved, or retried after a transient failure)."""
     sql = f"SELECT {_COLUMNS} FROM reclaim_decisions WHERE kind = 'action' AND state = 'pending' ORDER BY decided_at"  # noqa: S608
