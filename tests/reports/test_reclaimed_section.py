@@ -10,13 +10,15 @@ import polars as pl
 from gpusteward.config.schema import Config
 from gpusteward.reclaim_ledger import RECLAIM_DECISIONS
 from reports import build_review, render_markdown
-from reports.model import Message, Table
+from reports.model import Message, Quantity, Table
 from sla.outputs import MonthOutputs
 
 T = datetime(2026, 11, 10, 9)
 
 
-def _line(kind: str, state: str, team: str, scenario: str, recovered: float | None = None, **extra: Any) -> dict[str, Any]:
+def _line(
+    kind: str, state: str, team: str, scenario: str, recovered: float | None = None, **extra: Any
+) -> dict[str, Any]:
     return {"decision_id": f"{kind}-{state}-{team}-{recovered}", "kind": kind, "cluster": "east", "job_id": "1",
             "team": team, "scenario": scenario, "policy": "p", "action": "cancel", "mode": "auto",
             "decided_at": T, "state": state, "decided_by": "policy p", "gpu_hours_recovered": recovered, **extra}
@@ -43,7 +45,7 @@ def test_the_section_counts_what_was_warned_done_reversed_and_would_have_been(
     table = next(b for b in section.blocks if isinstance(b, Table))
     assert len(table.rows) == 2
     totals = next(b for b in section.blocks if isinstance(b, Message) and b.key == "reclaimed.totals")
-    values = {name: q.value for name, q in totals.params}  # type: ignore[attr-defined]
+    values = {name: q.value for name, q in totals.params if isinstance(q, Quantity)}
     assert values == {"warnings": 2, "actions": 1, "recovered": 5.0, "shadow": 1, "would": 24.0, "reversed": 2}
     en = render_markdown(review, "en")
     zh = render_markdown(review, "zh")
