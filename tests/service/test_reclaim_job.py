@@ -26,7 +26,7 @@ from tests.sla.reclaim_builders import BUSY, IDLE, gpu_minutes_of, notebook, tra
 from warehouse import Warehouse, control, open_warehouse
 from warehouse.control import ControlError
 from warehouse.outbox import outbox_items
-from warehouse.reclaim_ledger import decisions
+from warehouse.reclaim_ledger import decisions, month_lines
 
 POLICIES = """
 [reclaim]
@@ -184,6 +184,9 @@ def test_warn_then_act_after_the_grace_once_each_across_restarts(wh: Warehouse, 
     job.run(at(303))
     assert len(scheduler.calls) == 2
     assert len(outbox_items(wh)) == 8  # two warnings and two action notices, to two receivers each
+    month = month_lines(wh, at(0), at(24 * 60))  # what the review's reclaimed section reads
+    assert month.group_by("kind").len().sort("kind").rows() == [("action", 2), ("objection", 1), ("warning", 2)]
+    assert month.filter(pl.col("kind") == "objection").select("job_id", "decided_by").row(0) == ("5", "lea")
 
 
 def test_a_transient_failure_is_retried_and_the_kill_switch_holds_everything(wh: Warehouse, tmp_path: Path) -> None:
