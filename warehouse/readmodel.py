@@ -27,6 +27,7 @@ and, after every write cycle, publishes a snapshot of the derived data as Parque
         quota_plans/part-0.parquet     every plan, with its decision (approved/rejected) when one was taken
         alert_states/part-0.parquet    silences and acknowledgements per alert fingerprint
         control_actions/part-0.parquet the audit trail of the control API
+        reclaim_pending/part-0.parquet reclaim warnings not yet acted on, actions waiting (warehouse/reclaim_ledger.py)
 
 A version is written into a hidden temporary folder, renamed into place, and only then named in
 CURRENT (write CURRENT.tmp, then rename over CURRENT), so a reader sees the previous complete
@@ -54,9 +55,10 @@ import polars as pl
 from gpusteward import tables
 from gpusteward.config.schema import Config
 from gpusteward.domain import Month
+from gpusteward.reclaim_ledger import RECLAIM_DECISIONS
 from sla import results
 from sla.outputs import MonthOutputs, plan_protected_frame, plan_replay_frame
-from warehouse import control, gpu_series, queries, series
+from warehouse import control, gpu_series, queries, reclaim_ledger, series
 from warehouse.gpu_buckets import GPU_INVENTORY, gpu_inventory
 from warehouse.gpu_series import GpuSeries, MemorySeries, ParquetSeries, WarehouseSeries
 from warehouse.series_allocation import ALLOCATION_HOURLY, allocation_hourly
@@ -102,6 +104,7 @@ WHOLE_TABLES: dict[str, pl.Schema] = {
     "alert_states": control.ALERT_STATES,
     "control_actions": control.CONTROL_ACTIONS,
     "gpu_inventory": GPU_INVENTORY,
+    "reclaim_pending": RECLAIM_DECISIONS,
 }
 
 
@@ -210,6 +213,10 @@ class ReadModel:
     def control_actions(self) -> pl.DataFrame:
         return self.whole.get("control_actions", tables.empty(control.CONTROL_ACTIONS))
 
+    def reclaim_pending(self) -> pl.DataFrame:
+        """Reclaim warnings not yet acted on and actions still waiting (warehouse.reclaim_ledger.open_lines)."""
+        return self.whole.get("reclaim_pending", tables.empty(RECLAIM_DECISIONS))
+
 
 def snapshot(
     wh: Warehouse, *, now: datetime | None = None, tz: str | None = None, config: Config | None = None,
@@ -253,6 +260,7 @@ def snapshot(
         "alert_states": control.alert_states(wh),
         "control_actions": control.actions(wh),
         "gpu_inventory": gpu_inventory(wh),
+        "reclaim_pending": reclaim_ledger.open_lines(wh),
     }
     moment = now or datetime.now(UTC)
     published = moment.astimezone(UTC).replace(tzinfo=None) if moment.tzinfo else moment

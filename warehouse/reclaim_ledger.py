@@ -11,6 +11,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from datetime import datetime, timedelta
 
+import duckdb
 import polars as pl
 
 from gpusteward import tables
@@ -93,6 +94,26 @@ def month_lines(wh: Warehouse, start: datetime, end: datetime) -> pl.DataFrame:
         [naive_utc(start), naive_utc(end)],
     )
     return pl.concat([lines, tables.conform(frame, RECLAIM_DECISIONS)])
+
+
+def open_lines(wh: Warehouse) -> pl.DataFrame:
+    """What is pending: warnings (sent or shadow) of running jobs not yet acted on or objected to, and
+    actions waiting for an approver or for the scheduler. Empty from a file older than migration 029."""
+    sql = (
+        f"SELECT {_COLUMNS} FROM reclaim_decisions d WHERE"  # noqa: S608 - fixed text
+        " (d.kind = 'action' AND d.state IN ('awaiting_approval', 'pending'))"
+        " OR (d.kind = 'warning'"
+        "  AND NOT EXISTS (SELECT 1 FROM reclaim_decisions a WHERE a.kind = 'action' AND a.warning_id = d.decision_id)"
+        "  AND NOT EXISTS (SELECT 1 FROM control_actions c WHERE c.action = 'reclaim.exempt'"
+        "                  AND c.target = d.cluster || '/' || d.job_id AND c.acted_at >= d.decided_at)"
+        "  AND EXISTS (SELECT 1 FROM jobs j WHERE j.cluster = d.cluster AND CAST(j.job_id AS VARCHAR) = d.job_id"
+        "              AND j.start_time = d.run_start AND j.end_time IS NULL))"
+        " ORDER BY d.action_due, d.decision_id"
+    )
+    try:
+        return tables.conform(wh.query(sql), RECLAIM_DECISIONS)
+    except duckdb.CatalogException:
+        return tables.empty(RECLAIM_DECISIONS)
 
 
 def pending_actions(wh: Warehouse) -> pl.DataFrame:

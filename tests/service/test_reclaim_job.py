@@ -26,7 +26,7 @@ from tests.sla.reclaim_builders import BUSY, IDLE, gpu_minutes_of, notebook, tra
 from warehouse import Warehouse, control, open_warehouse
 from warehouse.control import ControlError
 from warehouse.outbox import outbox_items
-from warehouse.reclaim_ledger import decisions, month_lines
+from warehouse.reclaim_ledger import decisions, month_lines, open_lines
 
 POLICIES = """
 [reclaim]
@@ -140,6 +140,7 @@ def test_warn_then_act_after_the_grace_once_each_across_restarts(wh: Warehouse, 
     assert set(warned["kind"]) == {"warning"}
     assert set(warned["state"]) == {"sent"}
     assert warned.filter(pl.col("job_id") == "1")["action_due"].item() == at(300)
+    assert sorted(open_lines(wh)["job_id"]) == ["1", "3"]  # the dashboard's pending warnings
     platform, nlp = _lines(tmp_path / "platform.jsonl"), _lines(tmp_path / "nlp.jsonl")
     assert len(platform) == len(nlp) == 2  # the owners' channel and the team's, once each
     notice = next(a for a in platform if a["labels"]["job_id"] == "1")  # type: ignore[index]
@@ -184,6 +185,7 @@ def test_warn_then_act_after_the_grace_once_each_across_restarts(wh: Warehouse, 
     job.run(at(303))
     assert len(scheduler.calls) == 2
     assert len(outbox_items(wh)) == 8  # two warnings and two action notices, to two receivers each
+    assert open_lines(wh).is_empty()  # nothing pending any more
     month = month_lines(wh, at(0), at(24 * 60))  # what the review's reclaimed section reads
     assert month.group_by("kind").len().sort("kind").rows() == [("action", 2), ("objection", 1), ("warning", 2)]
     assert month.filter(pl.col("kind") == "objection").select("job_id", "decided_by").row(0) == ("5", "lea")
