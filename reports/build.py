@@ -50,8 +50,9 @@ def build_review(
     SLA trend and the follow-up baselines; without it the trend section says there is no earlier month.
     `applied` holds the quota changes applied so far (`warehouse.quota_store.applied_changes`); the
     follow-up section assesses those applied in the month before this one.
-    `reclaimed` holds the month's reclaim ledger lines (`warehouse.reclaim_ledger.month_lines`); with
-    them, or with reclaim policies configured, the review has a "reclaimed this month" section.
+    `reclaimed` holds the month's reclaim ledger lines (`warehouse.reclaim_ledger.month_lines`); when
+    given, and there are lines or reclaim policies configured, the review has a "reclaimed this month"
+    section (the written review reads the ledger; the dashboard's rendering of the review does not).
 
     Never raises for missing or malformed data: a section that cannot be built says
     "not available" and why.
@@ -59,7 +60,7 @@ def build_review(
     ctx = Context(outputs, config, history, applied, reclaimed)
     findings = build_findings(ctx)
     sections = tuple(builder(ctx) for _, builder in SECTIONS)
-    if config.reclaim.policies or (reclaimed is not None and reclaimed.height):
+    if reclaimed is not None and (config.reclaim.policies or reclaimed.height):
         at = next(i for i, s in enumerate(sections) if s.key == "idle") + 1  # beside the idle GPU-hours it acts on
         sections = (*sections[:at], build_reclaimed(ctx), *sections[at:])
     return Review(ctx.month, findings, sections, ctx.notes.footnotes())

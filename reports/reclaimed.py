@@ -35,9 +35,7 @@ def _counts() -> list[pl.Expr]:
 
 
 def build_reclaimed(ctx: Context) -> Section:
-    lines = ctx.reclaimed
-    if lines is None:
-        return Section("reclaimed", unavailable=Message("reclaimed.not_read"))
+    lines = ctx.reclaimed if ctx.reclaimed is not None else pl.DataFrame()
     policies = ctx.config.reclaim.policies
     modes = sorted({p.mode for p in policies})
     blocks: list[Block] = [Message("reclaimed.policies", (("policies", Quantity(len(policies), "count")),

@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
 from datetime import datetime
 from typing import Any
 
 import polars as pl
 
+from gpusteward.config.reclaim import ReclaimConfig, ReclaimPolicy
 from gpusteward.config.schema import Config
+from gpusteward.domain import Scenario
 from gpusteward.reclaim_ledger import RECLAIM_DECISIONS
 from reports import build_review, render_markdown
 from reports.model import Message, Quantity, Table
@@ -55,9 +58,12 @@ def test_the_section_counts_what_was_warned_done_reversed_and_would_have_been(
     assert "本月向作业所有者发出 2 次提醒，执行 1 次回收" in zh
 
 
-def test_without_policies_or_lines_there_is_no_section(
-    outputs: MonthOutputs, config: Config
-) -> None:
-    assert "reclaimed" not in [s.key for s in build_review(outputs, config).sections]
+def test_the_section_needs_the_ledger_and_policies_or_lines(outputs: MonthOutputs, config: Config) -> None:
     empty = pl.DataFrame(schema=RECLAIM_DECISIONS)
+    assert "reclaimed" not in [s.key for s in build_review(outputs, config).sections]
     assert "reclaimed" not in [s.key for s in build_review(outputs, config, reclaimed=empty).sections]
+    policy = ReclaimPolicy(name="notebooks", scenario=Scenario.INTERACTIVE, when="idle")
+    with_policy = replace(config, reclaim=ReclaimConfig(policies=[policy]))
+    assert "reclaimed" not in [s.key for s in build_review(outputs, with_policy).sections]  # the ledger was not read
+    section = build_review(outputs, with_policy, reclaimed=empty).section("reclaimed")
+    assert [b.key for b in section.blocks if isinstance(b, Message)] == ["reclaimed.policies", "reclaimed.none"]
