@@ -13,7 +13,7 @@ import polars as pl
 
 from reports.context import Context
 from reports.evidence import Evidence
-from reports.model import Block, Cell, Column, Message, Quantity, Row, Section, Table, Term, Text
+from reports.model import Block, Cell, Column, Message, Quantity, Row, Section, Table, Term, Terms
 
 _TAKEN = ("done",)
 _REVERSED = ("rejected", "already_ended", "failed")
@@ -39,7 +39,7 @@ def build_reclaimed(ctx: Context) -> Section:
     policies = ctx.config.reclaim.policies
     modes = sorted({p.mode for p in policies})
     blocks: list[Block] = [Message("reclaimed.policies", (("policies", Quantity(len(policies), "count")),
-                                                          ("modes", Text(", ".join(modes) or "-"))))]
+                                                          ("modes", Terms("reclaim_mode", tuple(modes)))))]
     if lines.is_empty():
         return Section("reclaimed", (*blocks, Message("reclaimed.none")))
     totals = lines.select(_counts()).row(0, named=True)

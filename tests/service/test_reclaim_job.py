@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 from collections.abc import Iterator
 from dataclasses import dataclass, field
+from datetime import timedelta
 from pathlib import Path
 
 import polars as pl
@@ -19,7 +20,7 @@ from gpusteward.config import Config, load_config
 from gpusteward.errors import TransientError
 from gpusteward.tables import GPU_MINUTES, JOBS
 from service.api import Request
-from service.reclaim_job import Reclaim, check_objection
+from service.reclaim_job import Reclaim, check_objection, replay_shadow
 from service.serve import ServeSettings, Service
 from tests.sla.builders import BASE_TOML, at, frame
 from tests.sla.reclaim_builders import BUSY, IDLE, gpu_minutes_of, notebook, trainer
@@ -244,3 +245,14 @@ def test_the_service_runs_the_reclaimer_and_audits_objections_through_its_contro
         service.act(Request("mallory", "reclaim.exempt", "east/3", None, None, role="operator"))
     audit = wh.query("SELECT actor, action, target, reason, via FROM control_actions ORDER BY acted_at")
     assert audit.rows() == [("lea", "reclaim.exempt", "east/1", "demo tomorrow", "dashboard")]
+
+
+def test_a_shadow_replay_records_what_would_have_happened_and_sends_nothing(wh: Warehouse, tmp_path: Path) -> None:
+    stored = replay_shadow(wh, _config(tmp_path), at(0), at(240), timedelta(minutes=30))
+    lines = decisions(wh)
+    assert stored == lines.height > 0
+    assert set(lines["state"]) == {"shadow"}  # auto and approve policies alike: a replay never sends or acts
+    first = lines.filter(pl.col("job_id") == "1").sort("decided_at")
+    assert first.select("kind", "decided_at").rows() == [("warning", at(60)), ("action", at(120))]
+    assert first["gpu_hours_recovered"][1] == pytest.approx(8.0)  # 1 GPU from 02:00 to its limit at 10:00
+    assert {item.state for item in outbox_items(wh)} == {"shadow"}
