@@ -52,9 +52,9 @@ ActionsFor = Callable[[str], ReclaimActions | None]
 
 
 def actions_from_config(config: Config, env: Mapping[str, str] | None = None) -> ActionsFor:
-    """Slurm clusters through their `[[service.slurm]]` transport; `[[reclaim.kubernetes]]` clusters through
-    their API server; any other cluster has none (its actions fail, saying so)."""
-    from collectors.kube.api import KubeApi
+    """Slurm clusters through their `[[service.slurm]]` transport; `reclaim.kubernetes_clusters` through the
+    `[kubernetes]` API server; any other cluster has none (its actions fail, saying so)."""
+    from collectors.kube.auth import connect
     from collectors.kube.reclaim import KubeReclaimActions
     from collectors.slurm import SlurmCli
     from collectors.slurm.job_actions import SlurmJobActions
@@ -65,11 +65,10 @@ def actions_from_config(config: Config, env: Mapping[str, str] | None = None) ->
     for spec in config.service.slurm:
         rest = slurm_rest(spec.rest_socket, spec.rest_url, spec.rest_user, environ)
         built.setdefault(spec.cluster, SlurmJobActions(cli=SlurmCli(), rest=rest))
-    for kube in config.reclaim.kubernetes:
-        token = environ.get(kube.token_env) if kube.token_env else None
-        verify: bool | str = config.resolve(kube.ca_file) if kube.ca_file else True
-        api = KubeApi(kube.api_url, token=token, verify=verify)
-        built.setdefault(kube.cluster, KubeReclaimActions(api, dict(config.reclaim.deployments)))
+    if config.reclaim.kubernetes_clusters:
+        api = connect(config.kubernetes, base_dir=config.base_dir, env=environ)
+        for cluster in config.reclaim.kubernetes_clusters:
+            built.setdefault(cluster, KubeReclaimActions(api, dict(config.reclaim.deployments)))
     return built.get
 
 
@@ -170,7 +169,7 @@ class Reclaim:
     def _act(self, line: Mapping[str, Any], at: datetime) -> tuple[str, str | None, str]:
         actions = self.actions(line["cluster"])
         if actions is None:
-            where = "[[service.slurm]] or [[reclaim.kubernetes]]"
+            where = "[[service.slurm]] or reclaim.kubernetes_clusters"
             return "failed", None, f"no scheduler configured for cluster {line['cluster']} ({where})"
         policy = next((p for p in self.config.reclaim.policies if p.name == line["policy"]), None)
         keeps = policy is not None and policy.action == "scale"

@@ -71,14 +71,6 @@ class ReclaimPolicy:
 
 
 @dataclass(frozen=True)
-class ReclaimKubernetes:
-    cluster: str = req("cluster name (as job records name it) whose reclaim actions go to this Kubernetes API")
-    api_url: str = req("Kubernetes API server URL")
-    token_env: str | None = opt(None, "environment variable holding the bearer token; never printed")
-    ca_file: str | None = opt(None, "CA bundle of the API server's certificate, relative to the config file")
-
-
-@dataclass(frozen=True)
 class ReclaimConfig:
     paused: bool = opt(False, "kill switch: true stops every warning and action; `reclaim plan` still shows candidates")
     max_actions_per_hour: int = opt(
@@ -95,6 +87,7 @@ class ReclaimConfig:
     deployments: dict[str, str] = opt(
         {}, "scale actions: inference service -> the Kubernetes Deployment serving it, as namespace/name"
     )
-    kubernetes: list[ReclaimKubernetes] = opt(
-        [], "clusters whose actions go to Kubernetes (Kueue Workloads, Deployments); Slurm clusters: [[service.slurm]]"
+    kubernetes_clusters: list[str] = opt(
+        [], "clusters whose actions go to the [kubernetes] API server (Kueue Workloads, Deployments);"
+        " Slurm clusters' go through their [[service.slurm]] entry"
     )

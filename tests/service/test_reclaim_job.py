@@ -8,19 +8,21 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import timedelta
 from pathlib import Path
 
 import polars as pl
 import pytest
 
+from collectors.kube.reclaim import KubeReclaimActions
 from collectors.reclaim_actions import ActionResult, ReclaimTarget
+from collectors.slurm.job_actions import SlurmJobActions
 from gpusteward.config import Config, load_config
 from gpusteward.errors import TransientError
 from gpusteward.tables import GPU_MINUTES, JOBS
 from service.api import Request
-from service.reclaim_job import Reclaim, check_objection, replay_shadow
+from service.reclaim_job import Reclaim, actions_from_config, check_objection, replay_shadow
 from service.serve import ServeSettings, Service
 from tests.sla.builders import BASE_TOML, at, frame
 from tests.sla.reclaim_builders import BUSY, IDLE, gpu_minutes_of, notebook, trainer
@@ -256,3 +258,24 @@ def test_a_shadow_replay_records_what_would_have_happened_and_sends_nothing(wh: 
     assert first.select("kind", "decided_at").rows() == [("warning", at(60)), ("action", at(120))]
     assert first["gpu_hours_recovered"][1] == pytest.approx(8.0)  # 1 GPU from 02:00 to its limit at 10:00
     assert {item.state for item in outbox_items(wh)} == {"shadow"}
+
+
+def test_each_cluster_gets_its_schedulers_actions(tmp_path: Path) -> None:
+    (tmp_path / "token").write_text("t0ken\n", encoding="utf-8")
+    config = _config(tmp_path, """
+[[service.slurm]]
+name = "east-queue"
+cluster = "east"
+
+[kubernetes]
+auth = "server"
+server = "https://127.0.0.1:6443"
+token_file = "token"
+""")
+    config = replace(config, reclaim=replace(config.reclaim, kubernetes_clusters=["k8s"]))
+    actions = actions_from_config(config, env={})
+    assert isinstance(actions("east"), SlurmJobActions)
+    kube = actions("k8s")
+    assert isinstance(kube, KubeReclaimActions)
+    assert kube.api.base_url == "https://127.0.0.1:6443"
+    assert actions("elsewhere") is None
