@@ -28,6 +28,7 @@ def _counts() -> list[pl.Expr]:
         ((action & pl.col("state").is_in(_REVERSED)) | (pl.col("kind") == "objection")).sum().alias("reversed"),
         (action & pl.col("state").is_in(("pending", "awaiting_approval"))).sum().alias("waiting"),
         pl.when(action & pl.col("state").is_in(_TAKEN)).then(pl.col("gpu_hours_recovered")).sum().alias("recovered"),
+        (warning & (pl.col("state") == "shadow")).sum().alias("shadow_warnings"),
         (action & (pl.col("state") == "shadow")).sum().alias("shadow"),
         pl.when(action & (pl.col("state") == "shadow")).then(pl.col("gpu_hours_recovered")).sum().alias("would"),
         pl.len().alias("n"),
@@ -48,6 +49,7 @@ def build_reclaimed(ctx: Context) -> Section:
         ("warnings", Quantity(totals["warnings"], "count")),
         ("actions", Quantity(totals["actions"], "count")),
         ("recovered", Quantity(totals["recovered"] or 0.0, "gpu_hours")),
+        ("shadow_warnings", Quantity(totals["shadow_warnings"], "count")),
         ("shadow", Quantity(totals["shadow"], "count")),
         ("would", Quantity(totals["would"] or 0.0, "gpu_hours")),
         ("reversed", Quantity(totals["reversed"], "count")),
@@ -62,6 +64,7 @@ def build_reclaimed(ctx: Context) -> Section:
             Quantity(row["warnings"], "count"),
             Quantity(row["actions"], "count"),
             Quantity(row["recovered"] or 0.0, "gpu_hours"),
+            Quantity(row["shadow_warnings"], "count"),
             Quantity(row["shadow"], "count"),
             Quantity(row["would"] or 0.0, "gpu_hours"),
             Quantity(row["reversed"], "count"),
@@ -72,7 +75,8 @@ def build_reclaimed(ctx: Context) -> Section:
     columns = (
         Column("col.scenario"), Column("col.team"), Column("col.reclaim_warnings", numeric=True),
         Column("col.reclaim_actions", numeric=True), Column("col.reclaim_recovered", numeric=True),
-        Column("col.reclaim_shadow", numeric=True), Column("col.reclaim_would", numeric=True),
+        Column("col.reclaim_shadow_warnings", numeric=True), Column("col.reclaim_shadow", numeric=True),
+        Column("col.reclaim_would", numeric=True),
         Column("col.reclaim_reversed", numeric=True), Column("col.reclaim_waiting", numeric=True),
     )
     blocks += [Message("reclaimed.by_group"), Table(columns, tuple(rows)), Message("reclaimed.upper_bound")]

@@ -27,8 +27,8 @@ DEMO_START = date(2026, 10, 1)
 REPLAY_STEP = timedelta(hours=6)
 """How often the demo's shadow reclaimer turns over the simulated month. The service turns every 15 minutes;
 a turn costs about 60 ms of CPU on the demo fleet, so a month at 15 minutes would cost three minutes. At six
-hours (124 turns, a few seconds) an idle stretch is seen up to six hours late and each grace takes a turn:
-the demo's figures count only stretches idle past idle_for plus that delay, a lower bound."""
+hours (124 turns, and one more per warning, when its action falls due) an idle stretch is seen up to six hours
+late: the demo's figures count only stretches idle past idle_for plus that delay, a lower bound."""
 
 
 def demo_language(env: dict[str, str] | None = None) -> str:

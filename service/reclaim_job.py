@@ -205,18 +205,32 @@ def replay_shadow(wh: Warehouse, config: Config, start: datetime, end: datetime,
     """What the policies would have done from `start` to `end`, as a reclaimer turning every `step` would have
     seen it: every policy in shadow mode (nothing sent, nothing acted on), lines stored as the service stores
     them; how many. The demo runs it over its simulated month, so its review shows what reclaiming would have
-    recovered; a turn every `step` sees an idle job up to a step late, as a service with that interval would."""
+    recovered. A turn every `step` sees an idle job up to a step late; each warning's action is then decided
+    at the service's first 15-minute turn after it falls due, as the service would."""
     shadow = replace(config, reclaim=replace(
         config.reclaim, paused=False, policies=[replace(p, mode="shadow") for p in config.reclaim.policies]))
     if not shadow.reclaim.policies:
         return 0
     job = Reclaim(shadow, wh, lambda _cluster: None, notifiers={})
+    stop = naive_utc(end)
+    turns = {naive_utc(start) + step * (i + 1) for i in range(int((stop - naive_utc(start)) / step))}
     stored = 0
-    at = naive_utc(start) + step
-    while at <= naive_utc(end):
-        stored += job.decide_at(at, at)[0]
-        at += step
+    while turns:
+        at = min(turns)
+        turns.discard(at)
+        new = job.decide_at(at, at)[0]
+        stored += new
+        if new:  # the service turns again within its interval of each action falling due: so does the replay
+            due = ledger.decisions(wh, start=at, end=at + timedelta(microseconds=1))
+            turns |= {_next_turn(d) for d in due.filter(pl.col("kind") == "warning")["action_due"].drop_nulls()
+                      if at < _next_turn(d) <= stop}
     return stored
+
+
+def _next_turn(moment: datetime, interval: timedelta = timedelta(minutes=15)) -> datetime:
+    """The first turn of a service turning every `interval` at or after `moment`."""
+    base = moment.replace(minute=0, second=0, microsecond=0)
+    return base + interval * -(-(moment - base) // interval)
 
 
 def check_objection(wh: Warehouse, config: Config, actor: str, role: str | None, target: str) -> None:

@@ -49,7 +49,8 @@ def test_the_section_counts_what_was_warned_done_reversed_and_would_have_been(
     assert len(table.rows) == 2
     totals = next(b for b in section.blocks if isinstance(b, Message) and b.key == "reclaimed.totals")
     values = {name: q.value for name, q in totals.params if isinstance(q, Quantity)}
-    assert values == {"warnings": 2, "actions": 1, "recovered": 5.0, "shadow": 1, "would": 24.0, "reversed": 2}
+    assert values == {"warnings": 2, "actions": 1, "recovered": 5.0, "shadow_warnings": 1, "shadow": 1, "would": 24.0,
+                      "reversed": 2}
     en = render_markdown(review, "en")
     zh = render_markdown(review, "zh")
     assert "## Reclaimed this month" in en
