@@ -157,6 +157,13 @@ def raise_alerts(wh: Warehouse, config: Config, outputs: MonthOutputs, now: date
     return AlertRun(alerts, new, run_alert_tick(wh, config, alerts, now))
 
 
+def reclaimed_in(wh: Warehouse, month: Month) -> pl.DataFrame:
+    """The month's reclaim ledger lines and objections."""
+    from warehouse.reclaim_ledger import month_lines
+
+    return month_lines(wh, month.start, month.end)
+
+
 HISTORY_MONTHS = 5
 """Earlier months the review compares against (its trend section)."""
 
@@ -167,7 +174,7 @@ def produce_review(
     """Build the month's review (with the earlier evaluated months as history, and the applied quota
     changes for the follow-up of last month's) and write it."""
     history = [wh.month_outputs(m) for m in wh.months() if m < month][-HISTORY_MONTHS:]
-    review = build_review(wh.month_outputs(month), config, history, applied_changes(wh))
+    review = build_review(wh.month_outputs(month), config, history, applied_changes(wh), reclaimed_in(wh, month))
     paths = write_review(review, out_dir, formats=tuple(formats), langs=tuple(langs))  # type: ignore[arg-type]
     return review, paths
 
