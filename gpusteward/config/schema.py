@@ -18,6 +18,7 @@ from gpusteward.config.protection import InferenceReserveLine as InferenceReserv
 from gpusteward.config.protection import ProtectionConfig as ProtectionConfig  # noqa: PLC0414 - re-exported
 from gpusteward.config.reclaim import ReclaimConfig
 from gpusteward.config.service import ServiceConfig
+from gpusteward.config.showback import ShowbackConfig
 from gpusteward.domain import Scenario
 
 
@@ -194,6 +195,9 @@ class Config:
         ReclaimConfig(), "idle GPUs reclaimed by policy: warn the owner, then act (docs/reclaim.md)"
     )
     dashboard: DashboardConfig = opt(DashboardConfig(), "the dashboard the review and the alerts link to")
+    showback: ShowbackConfig = opt(
+        ShowbackConfig(), "prices, and how the capacity nobody was allocated is charged (docs/showback.md)"
+    )
     base_dir: str = field(default=".", metadata={"help": "", "internal": True})
 
     def resolve(self, relative: str) -> str:
