@@ -24,6 +24,7 @@ and, after every write cycle, publishes a snapshot of the derived data as Parque
         inference_hourly/month=YYYY-MM/part-0.parquet  latency p95/p99 and request rate per service and hour
         idle_daily/month=YYYY-MM/part-0.parquet        idle and idle-held GPU-hours per day, scenario and team
         preemptions_daily/month=YYYY-MM/part-0.parquet records ended and preempted per day, cluster, scenario, team
+        showback/month=YYYY-MM/part-0.parquet          cost per team, scenario, cluster, account at today's prices
         quota_plans/part-0.parquet     every plan, with its decision (approved/rejected) when one was taken
         alert_states/part-0.parquet    silences and acknowledgements per alert fingerprint
         control_actions/part-0.parquet the audit trail of the control API
@@ -62,6 +63,7 @@ from warehouse.gpu_series import GpuSeries, MemorySeries, ParquetSeries, Warehou
 from warehouse.series_allocation import ALLOCATION_HOURLY, allocation_hourly
 from warehouse.series_daily import IDLE_DAILY, PREEMPTIONS_DAILY, idle_daily, preemptions_daily
 from warehouse.series_inference import INFERENCE_HOURLY, inference_hourly
+from warehouse.showback import month_showback
 from warehouse.store import Warehouse
 
 FORMAT = 1
@@ -88,6 +90,7 @@ SERIES_TABLES: dict[str, pl.Schema] = {
     "inference_hourly": INFERENCE_HOURLY,
     "idle_daily": IDLE_DAILY,
     "preemptions_daily": PREEMPTIONS_DAILY,
+    "showback": results.SHOWBACK,  # computed with the config's prices when published (warehouse/showback.py)
 }
 MONTH_TABLES |= SERIES_TABLES
 FRESH_MONTHS = 2
@@ -141,6 +144,7 @@ class ReadModel:
             ledger=self._month("ledger", month),
             plan_replay=plan_replay_frame(self._plan_part(month, "replay")),
             plan_protected=plan_protected_frame(self._plan_part(month, "protected")),
+            showback=self._month("showback", month),
         )
 
     def _plan_part(self, month: Month, part: str) -> list[dict[str, Any]]:
@@ -273,6 +277,7 @@ def month_series(wh: Warehouse, month: Month, config: Config) -> dict[str, pl.Da
         "inference_hourly": inference_hourly(wh, month),
         "idle_daily": idle_daily(wh, month),
         "preemptions_daily": preemptions_daily(wh, month, config),
+        "showback": month_showback(wh, month, config),
     }
 
 
