@@ -4,7 +4,7 @@ share, the GPU classes each job ran on, and each card's energy per quarter hour.
 Energy follows warehouse/energy.py (the counter's increase since the previous minute with a value; a
 reset counts from the reset; the minute after a gap carries the gap's energy). dcgm-exporter repeats a
 card's counter on every MIG instance's series, so a card's increase is counted once per card and
-shared among the instances reporting that minute by their share.
+shared among the instances reporting that minute by their share (a GPU of share 1 is a card alone).
 """
 
 from __future__ import annotations
@@ -41,14 +41,18 @@ WITH card_minutes AS (
     SELECT g.cluster, g.host, coalesce(g.card_gpu, g.gpu) AS card, g.share, e.ts, e.job_id,
            e.energy_increase_mj, e.counter_reset
     FROM ({INCREASES}) e JOIN gpus g USING (gpu_key)
-), shared AS (
-    SELECT *, max(energy_increase_mj) OVER c * share / sum(share) OVER c AS energy_mj
-    FROM card_minutes WINDOW c AS (PARTITION BY cluster, host, card, ts)
+), whole AS (
+    SELECT cluster, job_id, ts, energy_increase_mj AS energy_mj, energy_increase_mj, counter_reset
+    FROM card_minutes WHERE share >= 1
+), sliced AS (  -- a window over the few slices only: over every GPU-minute it costs ten times the query
+    SELECT cluster, job_id, ts, max(energy_increase_mj) OVER c * share / sum(share) OVER c AS energy_mj,
+           energy_increase_mj, counter_reset
+    FROM card_minutes WHERE share < 1 WINDOW c AS (PARTITION BY cluster, host, card, ts)
 )
 SELECT cluster, job_id, time_bucket(INTERVAL 15 MINUTES, ts) AS slot, sum(energy_mj) / 3.6e9 AS energy_kwh,
        count(*) FILTER (WHERE energy_increase_mj IS NULL) AS unknown_minutes,
        count(*) FILTER (WHERE counter_reset) AS counter_resets
-FROM shared GROUP BY ALL ORDER BY ALL
+FROM (SELECT * FROM whole UNION ALL SELECT * FROM sliced) GROUP BY ALL ORDER BY ALL
 """  # noqa: S608 - fixed SQL
 
 
