@@ -93,7 +93,8 @@ def gpu_minutes_between(
     window = "59999ms" if convention == CLOSED else "1m"
     batch = CollectedBatch(f"promapi:{client.url}")
     first, last = start_ms + MINUTE_MS - 1, end_ms - 1  # each minute's last millisecond
-    rows: dict[str, list[object]] = {k: [] for k in ("cluster", "host", "gpu", "uuid", "model_name", "job_id")}
+    keys = ("cluster", "host", "gpu", "uuid", "model_name", "job_id", "mig_profile")
+    rows: dict[str, list[object]] = {k: [] for k in keys}
     rows |= {"ts_ms": [], "column": [], "fn": [], "value": []}
     skipped = 0
     reasons: set[str] = set()
@@ -113,6 +114,7 @@ def gpu_minutes_between(
                 ("uuid", who.uuid),
                 ("model_name", who.model_name),
                 ("job_id", who.job_id),
+                ("mig_profile", who.mig_profile),
                 ("column", column),
                 ("fn", fn),
             ):
@@ -138,6 +140,7 @@ _LONG = {
     "uuid": pl.Utf8,
     "model_name": pl.Utf8,
     "job_id": pl.Utf8,
+    "mig_profile": pl.Utf8,
     "ts_ms": pl.Int64,
     "column": pl.Utf8,
     "fn": pl.Utf8,
@@ -165,7 +168,13 @@ def _assemble(long: pl.DataFrame) -> pl.DataFrame:
     wide = (
         long.sort([*key, "job_id"], nulls_last=False)
         .group_by(key, maintain_order=True)
-        .agg(*aggs, pl.col("uuid").last(), pl.col("model_name").last(), pl.col("job_id").drop_nulls().last())
+        .agg(
+            *aggs,
+            pl.col("uuid").last(),
+            pl.col("model_name").last(),
+            pl.col("mig_profile").last(),
+            pl.col("job_id").drop_nulls().last(),
+        )
         .with_columns(
             pl.when(pl.col("xid") != 0).then(pl.col("xid")).alias("xid"),  # the last non-zero XID, else null
             (pl.col("ts_ms") * 1000).cast(tables.TS).alias("ts"),

@@ -26,6 +26,7 @@ from collectors.numbers import NO_TIMESTAMP
 from collectors.plausible import Range, TimeWindow, first_text, out_of_range
 from collectors.samples import Samples, Series
 from gpusteward import tables
+from gpusteward.capacity import MAX_GPU_INDEX, MIG_GPU_BASE, MIG_SLOTS, mig_share
 from gpusteward.errors import InputError
 
 # Field -> column, for dcgm-exporter's names and its 1.x names (--use-old-namespace).
@@ -61,9 +62,6 @@ ROLLUPS: dict[str, str] = {
 _COLUMNS = list(ROLLUPS)
 BLANK_THRESHOLD = 9223372036854775792.0  # DCGM_INT64_BLANK and the sentinels above it, up to 2^63
 BLANK_CEILING = float(2**63)
-MIG_GPU_BASE = 1000  # a MIG instance is gpu 1000 + 100 * device index + GPU_I_ID
-MIG_SLOTS = 100  # GPU_I_ID 0..99 (NVML numbers at most 7 instances per GPU, ids below 15 seen)
-MAX_GPU_INDEX = 255  # device index: nodes hold 8 or 16 GPUs; 255 keeps every MIG number below 32767
 # Physical range of each column (docs/collectors.md, "Validation"); a value outside is refused.
 RANGES: dict[str, Range] = {
     "gpu_util": Range(0, 100, "%", "DCGM_FI_DEV_GPU_UTIL is a percentage"),
@@ -91,6 +89,7 @@ class GpuIdentity:
     uuid: str | None
     model_name: str | None
     job_id: str | None
+    mig_profile: str | None = None  # GPU_I_PROFILE of a MIG instance; its share is checked here
 
 
 def identify(series: Series, default_cluster: str) -> GpuIdentity | str:
@@ -105,6 +104,7 @@ def identify(series: Series, default_cluster: str) -> GpuIdentity | str:
     uuid = labels.get("UUID") or labels.get("uuid") or None
     model = labels.get("modelName") or None
     gi_label = labels.get("GPU_I_ID") or ""
+    profile: str | None = None
     if gi_label:
         # A MIG instance is its own row: the table's key is (cluster, host, gpu, ts). With the
         # device below 256 and the instance below 100 no two instances share a number.
@@ -113,15 +113,20 @@ def identify(series: Series, default_cluster: str) -> GpuIdentity | str:
             return gi
         gpu = MIG_GPU_BASE + MIG_SLOTS * gpu + gi
         uuid = f"{uuid}/{gi}" if uuid else None
-        profile = labels.get("GPU_I_PROFILE") or ""
-        model = f"{model} MIG {profile}".strip() if model else None
+        profile = labels.get("GPU_I_PROFILE") or None
+        if profile is None:
+            return "whose GPU_I_ID label comes without GPU_I_PROFILE (the instance's share is unknown)"
+        share = mig_share(profile, model)
+        if isinstance(share, str):
+            return share
+        model = f"{model} MIG {profile}" if model else None
     job = labels.get("hpc_job") or None
     if job is None:
         namespace = labels.get("namespace") or labels.get("pod_namespace") or ""
         pod = labels.get("pod") or labels.get("pod_name") or ""
         job = f"{namespace}/{pod}" if namespace and pod else None
     cluster = labels.get("cluster") or default_cluster
-    return GpuIdentity(cluster, host, gpu, uuid, model, job)
+    return GpuIdentity(cluster, host, gpu, uuid, model, job, profile)
 
 
 def _index(text: str, label: str, highest: int) -> int | str:
@@ -151,7 +156,7 @@ class GpuIndex:
     def __init__(self, default_cluster: str) -> None:
         self.default_cluster = default_cluster
         self.gpus: dict[tuple[str, str, int], int] = {}
-        self.devices: dict[tuple[str | None, str | None], int] = {}
+        self.devices: dict[tuple[str | None, str | None, str | None], int] = {}
         self.jobs: dict[str, int] = {}
         self.resolved = np.zeros(0, dtype=np.bool_)
         self.metric_of = np.zeros(0, dtype=np.int8)  # -1: not a GPU_MINUTES field, or no GPU labels
@@ -180,7 +185,7 @@ class GpuIndex:
                 continue
             self.metric_of[s] = _COLUMNS.index(column)
             self.gpu_of[s] = self.gpus.setdefault((who.cluster, who.host, who.gpu), len(self.gpus))
-            self.dev_of[s] = self.devices.setdefault((who.uuid, who.model_name), len(self.devices))
+            self.dev_of[s] = self.devices.setdefault((who.uuid, who.model_name, who.mig_profile), len(self.devices))
             if who.job_id is not None:
                 self.job_of[s] = self.jobs.setdefault(who.job_id, len(self.jobs))
 
@@ -357,7 +362,7 @@ def refuse_implausible(frame: pl.DataFrame, source: str) -> tuple[pl.DataFrame, 
 def _rollup(
     frame: pl.DataFrame,
     gpus: dict[tuple[str, str, int], int],
-    devices: dict[tuple[str | None, str | None], int],
+    devices: dict[tuple[str | None, str | None, str | None], int],
     jobs: dict[str, int],
 ) -> pl.DataFrame:
     v, m = pl.col("v"), pl.col("m")
@@ -384,7 +389,7 @@ def _rollup(
     )
     gpu_schema = {"g": pl.Int32, "cluster": pl.Utf8, "host": pl.Utf8, "gpu": pl.Int16}
     gpu_keys = _lookup([(i, *key) for key, i in gpus.items()], gpu_schema)
-    dev_schema = {"dev": pl.Int32, "uuid": pl.Utf8, "model_name": pl.Utf8}
+    dev_schema = {"dev": pl.Int32, "uuid": pl.Utf8, "model_name": pl.Utf8, "mig_profile": pl.Utf8}
     dev_keys = _lookup([(i, *key) for key, i in devices.items()], dev_schema)
     job_keys = _lookup([(i, key) for key, i in jobs.items()], {"job": pl.Int32, "job_id": pl.Utf8})
     out = (

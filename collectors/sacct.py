@@ -40,7 +40,7 @@ from typing import Any
 import polars as pl
 
 from collectors.batch import Problem
-from gpusteward import tables
+from gpusteward import capacity, tables
 from gpusteward.errors import InputError
 
 # Flag states that sacct prints instead of the base state (job_state_string), in its order.
@@ -174,6 +174,7 @@ def _job(job: Any, misreports_exit: bool) -> dict[str, Any]:
     array = _field("array", _table, job, "array")
     requested, _ = _field("tres.requested", _gpus, tres.get("requested") or [])
     allocated, gpu_type = _field("tres.allocated", _gpus, tres.get("allocated") or [])
+    equivalents = _field("tres.allocated", _equivalents, tres.get("allocated") or [], allocated)
     if gpu_type is None:
         gpu_type = _field("tres.requested", _gpus, tres.get("requested") or [])[1]
     exit_code, exit_signal = None, None
@@ -208,6 +209,7 @@ def _job(job: Any, misreports_exit: bool) -> dict[str, Any]:
         "array_job_id": array_job or None,
         "array_task_id": _field("array.task_id", _number, array.get("task_id")) if array_job else None,
         "exit_signal": exit_signal,
+        "gpu_equivalents": equivalents,
     }
 
 
@@ -319,6 +321,17 @@ def _gpus(tres: Any) -> tuple[int | None, str | None]:
     if total is None and typed:
         total = sum(typed.values())
     return total, ",".join(sorted(typed)) or None
+
+
+def _equivalents(tres: Sequence[Any], total: int | None) -> float | None:
+    """Whole-GPU equivalents of typed MIG gres in a TRES list (`gres/gpu:1g.10gb`); None if none."""
+    typed = [
+        (str(item["name"])[4:], n)
+        for item in tres
+        if isinstance(item, Mapping) and item.get("type") == "gres" and str(item.get("name", "")).startswith("gpu:")
+        and (n := _number(item.get("count")))
+    ]
+    return capacity.typed_gpu_equivalents(typed, total)
 
 
 def _events(jobs: pl.DataFrame) -> pl.DataFrame:

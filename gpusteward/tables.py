@@ -37,6 +37,7 @@ GPU_MINUTES = schema(
         "temp_c": pl.Float32,  # DCGM_FI_DEV_GPU_TEMP, max
         "energy_mj": pl.Float64,  # DCGM_FI_DEV_TOTAL_ENERGY_CONSUMPTION, last (counter)
         "xid": pl.Int32,  # DCGM_FI_DEV_XID_ERRORS, last non-zero value in the minute, else null
+        "mig_profile": pl.Utf8,  # GPU_I_PROFILE of a MIG instance (gpu >= 1000), e.g. 1g.10gb; else null
     }
 )
 GPU_MINUTES_KEY = ("cluster", "host", "gpu", "ts")
@@ -70,6 +71,9 @@ JOBS = schema(
         "array_job_id": pl.Int64,  # a task of an array: the array's job id (JobID 123_4 -> 123); else null
         "array_task_id": pl.Int64,  # ... and its task id (4); job_id is the task's own (JobIDRaw)
         "exit_signal": pl.Int32,  # the signal that ended the job (9 SIGKILL, 6 SIGABRT, 15 SIGTERM); else null
+        # the allocation in whole-GPU equivalents where the scheduler gave fractions (MIG slices, shards,
+        # GPU fractions); null: gpus_allocated whole GPUs (gpusteward.capacity.held_gpus)
+        "gpu_equivalents": pl.Float64,
     }
 )
 JOBS_KEY = ("cluster", "job_id", "submit_time")

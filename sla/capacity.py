@@ -22,6 +22,7 @@ from typing import Any
 import polars as pl
 
 from gpusteward import evidence as ev
+from gpusteward.capacity import held_gpus
 from gpusteward.config.inference import ServiceJobRule
 from gpusteward.config.schema import Config
 from gpusteward.domain import Scenario
@@ -303,7 +304,7 @@ def service_capacity_rows(
         served = jobs.filter(pl.col("service") == service)
         gpus: float | None = None
         if served.height:
-            gpu_s = float((served["held_s"] * served["gpus_allocated"].cast(pl.Float64)).sum())
+            gpu_s = float(served.select(pl.col("held_s") * held_gpus()).sum().item())
             gpus = gpu_s / span_s
             ids = [str(j) for j in served["job_id"].unique().sort().to_list()]
             gpu_parts = [ev.part("gpus_on_average", n=ev.gpus(round(gpus, 1)), h=ev.gpu_hours(gpu_s / 3600),
@@ -316,7 +317,7 @@ def service_capacity_rows(
                                evidence=ev.encode(gpu_parts)))
         value, parts = capacity_headroom(mine)
         held = all_inference.filter(pl.col("cluster") == cluster)
-        inference_gpus = float((held["held_s"] * held["gpus_allocated"].cast(pl.Float64)).sum()) / window_s
+        inference_gpus = float(held.select(pl.col("held_s") * held_gpus()).sum().item() or 0.0) / window_s
         per_replica = gpus / median_replicas if gpus and median_replicas else None
         parts += _reserve_parts(config, cluster, inference_gpus, per_replica, window)
         rows.append(result_row(

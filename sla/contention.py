@@ -31,7 +31,8 @@ SPANS = pl.Schema(
         "scenario": pl.Utf8,
         "priority": pl.Int64,
         "reason": pl.Utf8,
-        "gpus": pl.Int64,  # requested while pending, allocated while running
+        "gpus": pl.Int64,  # requested while pending, allocated while running (devices, as GrpTRES counts them)
+        "equivalents": pl.Float64,  # the same in whole-GPU equivalents (a MIG slice: its share of a card)
         "pend_s": pl.Float64,  # seconds after the window's start; pend_s == pend_e: never pending inside
         "pend_e": pl.Float64,
         "run_s": pl.Float64,  # run_s == run_e: never running inside the window
@@ -56,6 +57,8 @@ def job_spans(jobs: pl.DataFrame, start: datetime, end: datetime) -> pl.DataFram
     for name in ("priority", "time_limit_min"):
         if name not in jobs.columns:
             jobs = jobs.with_columns(pl.lit(None, dtype=pl.Int64).alias(name))
+    if "gpu_equivalents" not in jobs.columns:
+        jobs = jobs.with_columns(pl.lit(None, dtype=pl.Float64).alias("gpu_equivalents"))
     began = pl.col("start_time").is_not_null()
     queued = _seconds("_queued", start)
     started = _seconds("start_time", start)
@@ -72,7 +75,9 @@ def job_spans(jobs: pl.DataFrame, start: datetime, end: datetime) -> pl.DataFram
         pl.when(began).then(pl.coalesce("gpus_allocated", "gpus_requested"))
         .otherwise(pl.coalesce("gpus_requested", "gpus_allocated")).fill_null(0).cast(pl.Int64).alias("gpus"),
     ).with_columns(  # clock skew can put a start before its eligible time: never a negative span
-        pl.max_horizontal("pend_s", "pend_e").alias("pend_e"), pl.max_horizontal("run_s", "run_e").alias("run_e")
+        pl.max_horizontal("pend_s", "pend_e").alias("pend_e"), pl.max_horizontal("run_s", "run_e").alias("run_e"),
+        pl.when(began).then(pl.col("gpu_equivalents")).otherwise(None)
+        .fill_null(pl.col("gpus").cast(pl.Float64)).alias("equivalents"),
     )
     return out.select([pl.col(n).cast(t) for n, t in SPANS.items()]).filter(pl.col("gpus") > 0)
 
@@ -108,9 +113,13 @@ def _step_sum(bounds: np.ndarray, starts: np.ndarray, ends: np.ndarray, gpus: np
     return np.cumsum(delta)[:-1]
 
 
-def timelines(spans: pl.DataFrame, by: str, cuts: Mapping[str, np.ndarray] | None = None) -> dict[str, Timeline]:
+def timelines(
+    spans: pl.DataFrame, by: str, cuts: Mapping[str, np.ndarray] | None = None, *, measure: str = "gpus"
+) -> dict[str, Timeline]:
     """Per cluster, the GPUs running and pending per value of column `by` (team, account, qos);
-    `cuts` adds boundaries per cluster (e.g. the opening and closing of business hours)."""
+    `cuts` adds boundaries per cluster (e.g. the opening and closing of business hours). `measure`:
+    `gpus` counts devices (a MIG instance is one, as Slurm's GrpTRES counts it), `equivalents` whole
+    GPUs (entitlements and fairness)."""
     out: dict[str, Timeline] = {}
     for cluster in sorted({c for c in spans["cluster"].unique().to_list() if c is not None}):
         mine = spans.filter(pl.col("cluster") == cluster)
@@ -124,9 +133,9 @@ def timelines(spans: pl.DataFrame, by: str, cuts: Mapping[str, np.ndarray] | Non
             name = str(key)
             ran = part.filter(pl.col("run_e") > pl.col("run_s"))
             line.running[name] = _step_sum(bounds, ran["run_s"].to_numpy(), ran["run_e"].to_numpy(),
-                                           ran["gpus"].to_numpy().astype(float))
+                                           ran[measure].to_numpy().astype(float))
             waited = part.filter(pl.col("pend_e") > pl.col("pend_s"))
             line.pending[name] = _step_sum(bounds, waited["pend_s"].to_numpy(), waited["pend_e"].to_numpy(),
-                                           waited["gpus"].to_numpy().astype(float))
+                                           waited[measure].to_numpy().astype(float))
         out[cluster] = line
     return out

@@ -18,6 +18,7 @@ from datetime import timedelta
 
 import polars as pl
 
+from gpusteward.capacity import held_gpus
 from gpusteward.config.schema import Config, IdleConfig
 from gpusteward.domain import UNATTRIBUTED
 from sla.common import Window, classified_jobs, local_date, local_midnight, window_of, with_overlap
@@ -35,7 +36,7 @@ def _daily_hours(jobs: pl.DataFrame, window: Window) -> pl.DataFrame:
     held = jobs.filter((pl.col("held_s") > 0) & (pl.col("gpus_allocated").fill_null(0) > 0)).select(
         "scenario",
         "team",
-        pl.col("gpus_allocated").cast(pl.Float64).alias("_gpus"),
+        held_gpus().alias("_gpus"),
         pl.max_horizontal(pl.col("start_time"), pl.lit(window.start)).alias("_s"),
         pl.min_horizontal(pl.col("end_time").fill_null(pl.lit(window.end)), pl.lit(window.end)).alias("_e"),
     )

@@ -29,6 +29,7 @@ import numpy as np
 import polars as pl
 
 from gpusteward import evidence as ev
+from gpusteward.capacity import cards_per_cluster
 from gpusteward.config.schema import Config
 from gpusteward.domain import UNATTRIBUTED, Scenario
 from sla.common import ALL_SCENARIOS, classified_jobs, result_row, results_frame, slo_for, window_of
@@ -64,10 +65,11 @@ def fairness_objective(config: Config) -> float:
 
 
 def cluster_gpus(config: Config, inventory: pl.DataFrame | None = None) -> dict[str, int]:
-    """GPUs per cluster: the configured count, else the GPUs telemetry has shown there."""
+    """GPUs per cluster: the configured count, else the physical cards telemetry has shown there (a
+    card split into MIG instances counts once)."""
     seen: dict[str, int] = {}
     if inventory is not None and inventory.height and "cluster" in inventory.columns:
-        seen = {str(c): int(n) for c, n in inventory.group_by("cluster").len().iter_rows() if c is not None}
+        seen = {c: n for c, n in cards_per_cluster(inventory).items() if c is not None}
     found = dict(seen)
     for c in config.clusters:
         if c.gpus > 0:
@@ -105,7 +107,7 @@ def cluster_shares(
 ) -> pl.DataFrame:
     """CLUSTER_SHARES of classified job records over [start, end), one row per configured team and cluster."""
     hours = max(0.0, (end - start).total_seconds() / 3600.0)
-    lines = timelines(job_spans(shared_work(jobs, config), start, end), "team")
+    lines = timelines(job_spans(shared_work(jobs, config), start, end), "team", measure="equivalents")
     clusters = sorted(set(lines) | {c.name for c in config.clusters})
     rows: list[dict[str, Any]] = []
     for cluster in clusters:
@@ -156,7 +158,7 @@ class FairnessEvaluator:
         spans = job_spans(shared_work(jobs, config), window.start, window.end)
         unattributed = float(
             spans.filter(pl.col("team") == UNATTRIBUTED)
-            .select(((pl.col("run_e") - pl.col("run_s")) * pl.col("gpus")).sum()).item() or 0.0
+            .select(((pl.col("run_e") - pl.col("run_s")) * pl.col("equivalents")).sum()).item() or 0.0
         ) / 3600.0
         pool = [ev.part("entitlement_basis", h=ev.duration(round(window.hours) * 3600.0))]
         if unattributed:

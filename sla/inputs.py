@@ -24,6 +24,9 @@ GPU_INVENTORY = schema(
         "model_name": pl.Utf8,
         "first_seen": pl.Datetime("us"),
         "last_seen": pl.Datetime("us"),
+        "share": pl.Float64,  # whole-GPU equivalents of the row: 1, or a MIG instance's slices (1/7 ...)
+        "card_gpu": pl.Int16,  # the physical card's device index (a MIG instance's parent)
+        "mig_profile": pl.Utf8,  # null for a whole GPU
     }
 )
 

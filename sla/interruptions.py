@@ -20,6 +20,7 @@ from typing import Any
 import polars as pl
 
 from gpusteward import evidence as ev
+from gpusteward.capacity import held_gpus
 from gpusteward.config.schema import Config
 from gpusteward.domain import FAILURE_STATES, INTERRUPTED_STATES, Scenario
 from sla.common import (
@@ -104,7 +105,7 @@ class InterruptionEvaluator:
         started = jobs.filter(started_in(window)).group_by("queue", "scenario").len("started")
         pre = preempted.group_by("queue", "scenario").agg(
             pl.len().alias("preemptions"),
-            (pl.col("gpus_allocated").fill_null(0) * pl.col("held_s") / 3600.0).sum().alias("gpu_hours"),
+            (held_gpus() * pl.col("held_s") / 3600.0).sum().alias("gpu_hours"),
             pl.col("gpus_allocated").is_null().sum().alias("no_gpus"),
             pl.col("team").value_counts(sort=True, name="count").alias("teams"),
         )

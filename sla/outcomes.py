@@ -21,6 +21,7 @@ from typing import Any
 import polars as pl
 
 from gpusteward import evidence as ev
+from gpusteward.capacity import held_gpus
 from gpusteward.config.schema import Config
 from gpusteward.domain import SUCCESS_STATES, Scenario
 from gpusteward.objectives import deadline, reproducibility
@@ -109,7 +110,7 @@ class OutcomeEvaluator:
         stats = (
             jobs.group_by("queue", "scenario")
             .agg(
-                (pl.col("gpus_allocated").fill_null(0) * pl.col("held_s") / 3600.0).sum().alias("gpu_hours"),
+                (held_gpus() * pl.col("held_s") / 3600.0).sum().alias("gpu_hours"),
                 done.sum().alias("completed"),
                 (done & (turnaround <= limit.total_seconds())).sum().alias("in_time"),
                 turnaround.filter(done).max().alias("slowest"),

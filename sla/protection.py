@@ -19,6 +19,7 @@ from typing import Any, Protocol
 import polars as pl
 
 from gpusteward import evidence as ev
+from gpusteward.capacity import cards_per_cluster, held_gpus
 from gpusteward.config.schema import Config, InferenceReserveLine
 from gpusteward.domain import INTERRUPTED_STATES, Scenario
 from gpusteward.tables import conform
@@ -36,14 +37,14 @@ _MAX_NAMED_JOBS = 5
 
 
 def cluster_gpus(inputs: EvaluationInputs, config: Config, cluster: str) -> int:
-    """GPUs in a cluster: the configured count, else the distinct GPUs the inventory has seen."""
+    """GPUs in a cluster: the configured count, else the distinct cards the inventory has seen."""
     configured = next((c.gpus for c in config.clusters if c.name == cluster), 0)
     if configured > 0:
         return configured
     inv = inputs.gpus
     if inv.height == 0:
         return 0
-    return inv.filter(pl.col("cluster") == cluster).select("host", "gpu").unique().height
+    return cards_per_cluster(inv.filter(pl.col("cluster") == cluster)).get(cluster, 0)
 
 
 def holders(jobs: pl.DataFrame, window: Window) -> pl.DataFrame:
@@ -69,7 +70,9 @@ def held_per_minute(held: pl.DataFrame, window: Window) -> pl.DataFrame:
     grid = grid.with_columns(pl.col("ts").cast(pl.Datetime("us")))
     if grid.height == 0:
         return grid.with_columns(pl.lit(0, dtype=pl.Int64).alias("held"))
-    gpus = pl.col("gpus_allocated").cast(pl.Int64)
+    # Whole-GPU equivalents (a MIG slice holds its share); whole counts stay integers.
+    fractional = "gpu_equivalents" in held.columns and held["gpu_equivalents"].is_not_null().any()
+    gpus = held_gpus() if fractional else pl.col("gpus_allocated").cast(pl.Int64)
     events = pl.concat([
         held.select(pl.col("first").alias("ts"), gpus.alias("delta")),
         held.select(pl.col("last").alias("ts"), (-gpus).alias("delta")),
@@ -93,7 +96,7 @@ def _evidence(held: pl.DataFrame, jobs: pl.DataFrame, start: datetime, end: date
     inside = held.filter((pl.col("first") < end) & (pl.col("last") > start)).with_columns(
         (
             (pl.min_horizontal("last", pl.lit(end)) - pl.max_horizontal("first", pl.lit(start))).dt.total_minutes()
-            * pl.col("gpus_allocated")
+            * held_gpus()
         ).alias("_gpu_min")
     ).sort(["_gpu_min", "job_id"], descending=[True, False])
     named = tuple(

@@ -11,8 +11,9 @@ card, 1/7 for a 1g MIG slice, a configured fraction of a time-sliced GPU). In ea
 - unallocated = capacity - allocated, so allocated + unallocated is the capacity's cost exactly; it is
   negative only where the records claim more than the inventory offers, and is then shown as it is;
 - idle: the share of a job's allocated GPU-minutes that sla/idle.py counted idle or idle-held;
-- energy: each card's known energy (DCGM's counter), shared among its instances by share, at the kWh
-  price of its quarter hour; energy of GPUs no job held is the unallocated row's.
+- energy: each card's known energy (DCGM's counter), counted once per card: an instance's part is its
+  share of the card's (warehouse/energy.py), at the kWh price of its quarter hour; the energy of GPUs
+  no job held, and of a card's slices no instance covers, is the unallocated row's.
 
 The unallocated cost (GPU and energy) is then left on its own row, shared in proportion to the
 allocated GPU cost of the cluster's rows, or charged to the platform team (`showback.unallocated`).
@@ -29,6 +30,7 @@ from typing import Any
 import polars as pl
 
 from gpusteward.attribution import classify_jobs
+from gpusteward.capacity import held_gpus
 from gpusteward.config.schema import Config
 from gpusteward.tables import JOBS, conform, schema
 from sla.common import Window
@@ -55,9 +57,8 @@ Key = tuple[str, str, str, str]  # cluster, team, scenario, account
 
 @dataclass(frozen=True)
 class ShowbackInputs:
-    """What showback reads (warehouse.showback.showback_inputs): JOBS records overlapping the window (with
-    an optional `gpu_equivalents`), SHOWBACK_GPUS, JOB_GPUS, ENERGY_SLOTS, and the month's IDLE_BY_JOB and
-    COMPLETENESS as evaluated."""
+    """What showback reads (warehouse.showback.showback_inputs): JOBS records overlapping the window,
+    SHOWBACK_GPUS, JOB_GPUS, ENERGY_SLOTS, and the month's IDLE_BY_JOB and COMPLETENESS as evaluated."""
 
     window: Window
     jobs: pl.DataFrame
@@ -93,12 +94,6 @@ class _Row:
     minutes_expected: int = 0
     energy_unknown: int = 0
     resets: int = 0
-
-
-def _equivalents(jobs: pl.DataFrame) -> pl.Expr:
-    held = pl.col("gpus_allocated").cast(pl.Float64)
-    return pl.coalesce(pl.col("gpu_equivalents").cast(pl.Float64), held) if "gpu_equivalents" in jobs.columns \
-        else held
 
 
 def _capacity(inputs: ShowbackInputs, book: PriceBook, factors: TimeFactors) -> dict[str, _Capacity]:
@@ -142,9 +137,8 @@ def _idle_shares(idle: pl.DataFrame) -> dict[tuple[str, str], tuple[int, int, in
 
 def _records(inputs: ShowbackInputs, config: Config) -> pl.DataFrame:
     w = inputs.window
-    jobs = inputs.jobs if "gpu_equivalents" in inputs.jobs.columns else conform(inputs.jobs, JOBS)
-    jobs = classify_jobs(config, jobs).with_columns(
-        _equivalents(jobs).fill_null(0.0).alias("_eq"),
+    jobs = classify_jobs(config, conform(inputs.jobs, JOBS)).with_columns(
+        held_gpus().alias("_eq"),
         pl.max_horizontal(pl.col("start_time"), pl.lit(w.start)).alias("_from"),
         pl.min_horizontal(pl.col("end_time").fill_null(pl.lit(w.end)), pl.lit(w.end)).alias("_to"),
         pl.col("job_id").cast(pl.Utf8).alias("_job"),

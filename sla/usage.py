@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import polars as pl
 
+from gpusteward.capacity import held_gpus
 from gpusteward.config.schema import Config
 from sla.common import classified_jobs, started_in, window_of, with_overlap
 from sla.inputs import EvaluationInputs
@@ -43,7 +44,7 @@ def queue_usage(inputs: EvaluationInputs, config: Config) -> pl.DataFrame:
     window = window_of(inputs)
     jobs = with_overlap(classified_jobs(inputs, config), window).with_columns(
         queue_name(),
-        (pl.col("gpus_allocated").fill_null(0).cast(pl.Float64) * pl.col("held_s") / 3600.0).alias("gpu_hours"),
+        (held_gpus() * pl.col("held_s") / 3600.0).alias("gpu_hours"),
         started_in(window).alias("_started"),
         wait_seconds().alias("_wait"),
     )

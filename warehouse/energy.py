@@ -8,6 +8,10 @@ Prometheus' `increase()` counts it; the energy of that minute before the reset i
 not guessed. A minute after a telemetry gap carries the energy of the whole gap, with
 `covers_minutes` saying how many minutes that is; the first minute a query sees has no previous
 value (null increase) unless one lies within `lookback` before the range.
+
+Energy belongs to the card: on a card split into MIG instances each instance's series repeats the
+card's counter, so the card's energy is the sum over `card_counted` rows, and each instance's part
+of it is `energy_attributed_mj` (its share of the card).
 """
 
 from __future__ import annotations
@@ -30,6 +34,13 @@ GPU_ENERGY = tables.schema(
         "energy_increase_mj": pl.Float64,  # since the previous minute with a value; null for the first
         "covers_minutes": pl.Int64,  # minutes since that previous value (1 without a gap)
         "counter_reset": pl.Boolean,  # the counter went down: the increase counts from the reset
+        "card_gpu": pl.Int16,  # the physical card (a MIG instance's parent device)
+        # True on one row per card and minute: summing the increases of these rows counts each card's
+        # energy once (dcgm-exporter repeats the card's counter on every MIG instance's series)
+        "card_counted": pl.Boolean,
+        # the row's part of its card's energy: the increase x its whole-GPU share (a 1g.10gb instance
+        # of an H100: 1/7); a card's unsplit slices keep the rest, which no instance is attributed
+        "energy_attributed_mj": pl.Float64,
     }
 )
 
@@ -55,7 +66,11 @@ WHERE ts >= ?
 """Each GPU-minute's energy increase; parameters: the range's start minus the lookback, its end, its start."""
 
 _SQL = f"""
-SELECT g.cluster, g.host, g.gpu, e.ts, e.job_id, e.energy_mj, e.energy_increase_mj, e.covers_minutes, e.counter_reset
+SELECT g.cluster, g.host, g.gpu, e.ts, e.job_id, e.energy_mj, e.energy_increase_mj, e.covers_minutes, e.counter_reset,
+       coalesce(g.card_gpu, g.gpu) AS card_gpu,
+       row_number() OVER (PARTITION BY g.cluster, g.host, coalesce(g.card_gpu, g.gpu), e.ts ORDER BY g.gpu) = 1
+           AS card_counted,
+       e.energy_increase_mj * g.share AS energy_attributed_mj
 FROM ({INCREASES}) e JOIN gpus g USING (gpu_key)
 ORDER BY g.cluster, g.host, g.gpu, e.ts
 """  # noqa: S608 - fixed SQL

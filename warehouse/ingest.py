@@ -11,7 +11,8 @@ from __future__ import annotations
 import duckdb
 import polars as pl
 
-from gpusteward import tables
+from gpusteward import capacity, tables
+from gpusteward.errors import InputError
 from warehouse.identities import record_identities
 from warehouse.sql import run, scalar, unregister
 
@@ -68,30 +69,56 @@ def _source(table: str, schema: pl.Schema) -> str:
     return f"SELECT {', '.join(picks)} FROM _batch b LEFT JOIN jobs j ON {on}"  # noqa: S608 - fixed names
 
 
-def _gpu_keys(con: duckdb.DuckDBPyConnection, frame: pl.DataFrame) -> pl.DataFrame:
+def _with_shares(gpus: pl.DataFrame, source: str) -> pl.DataFrame:
+    """Each GPU row's card and whole-GPU share: 1, or a MIG instance's slices of its card."""
+    shares = []
+    for profile, model, gpu in gpus.select("mig_profile", "model_name", "gpu").iter_rows():
+        if profile is None:
+            shares.append(1.0)
+            continue
+        share = capacity.mig_share(profile, model)
+        if isinstance(share, str):
+            raise InputError(source, f"GPU {gpu} {share}; no row of the batch was stored")
+        shares.append(share)
+    return gpus.with_columns(
+        pl.Series("share", shares, pl.Float64),
+        capacity.card_gpu(pl.col("gpu")).alias("card_gpu"),
+    )
+
+
+def _gpu_keys(con: duckdb.DuckDBPyConnection, frame: pl.DataFrame, source: str) -> pl.DataFrame:
     """Register unseen GPUs and return (cluster, host, gpu) -> gpu_key for the frame's GPUs."""
-    seen = frame.group_by("cluster", "host", "gpu").agg(
-        pl.col("uuid").drop_nulls().last(),
-        pl.col("model_name").drop_nulls().last(),
-        pl.col("ts").min().alias("first_seen"),
-        pl.col("ts").max().alias("last_seen"),
+    seen = _with_shares(
+        frame.group_by("cluster", "host", "gpu").agg(
+            pl.col("uuid").drop_nulls().last(),
+            pl.col("model_name").drop_nulls().last(),
+            pl.col("ts").min().alias("first_seen"),
+            pl.col("ts").max().alias("last_seen"),
+            pl.col("mig_profile").drop_nulls().last(),
+        ),
+        source,
     )
     con.register("_gpus", seen)
     try:
         run(
             con,
             """
-            INSERT INTO gpus (cluster, host, gpu, uuid, model_name, first_seen, last_seen)
-            SELECT s.cluster, s.host, s.gpu, s.uuid, s.model_name, s.first_seen, s.last_seen
+            INSERT INTO gpus (cluster, host, gpu, uuid, model_name, first_seen, last_seen, share, card_gpu, mig_profile)
+            SELECT s.cluster, s.host, s.gpu, s.uuid, s.model_name, s.first_seen, s.last_seen, s.share, s.card_gpu,
+                   s.mig_profile
             FROM _gpus s ANTI JOIN gpus g USING (cluster, host, gpu)
             """,
         )
+        # A MIG instance's profile (and so its share) is the latest seen, like its model name: a
+        # re-split card keeps the row number of a GPU_I_ID but may change the profile behind it.
         run(
             con,
             """
             UPDATE gpus SET
                 first_seen = least(gpus.first_seen, s.first_seen),
-                last_seen = greatest(gpus.last_seen, s.last_seen)
+                last_seen = greatest(gpus.last_seen, s.last_seen),
+                share = CASE WHEN s.mig_profile IS NULL THEN gpus.share ELSE s.share END,
+                mig_profile = coalesce(s.mig_profile, gpus.mig_profile)
             FROM _gpus s
             WHERE gpus.cluster = s.cluster AND gpus.host = s.host AND gpus.gpu = s.gpu
             """,
@@ -105,7 +132,8 @@ def _gpu_keys(con: duckdb.DuckDBPyConnection, frame: pl.DataFrame) -> pl.DataFra
     return typed
 
 
-_MINUTE_COLUMNS = [c for c in tables.GPU_MINUTES if c not in ("cluster", "host", "gpu", "uuid", "model_name")]
+_PER_GPU = ("cluster", "host", "gpu", "uuid", "model_name", "mig_profile")
+_MINUTE_COLUMNS = [c for c in tables.GPU_MINUTES if c not in _PER_GPU]
 _US_PER_MINUTE = 60_000_000
 _EXACT = 2**50  # integer mJ below this are exact in a DOUBLE and leave room for the chain's sums
 _CHAIN_LIMIT = 2**60
@@ -202,7 +230,7 @@ def ingest_gpu_minutes(
         return 0
     if (frame["ts"].dt.epoch("us") % _US_PER_MINUTE != 0).any():
         raise ValueError("gpu_minutes: every ts must be the start of a minute")
-    keys = _gpu_keys(con, frame)
+    keys = _gpu_keys(con, frame, source)
     found = record_identities(con, frame.select("cluster", "host", "gpu", "ts", "uuid", "model_name"), keys, source)
     if changes is not None:
         changes.extend(str(c) for c in found)

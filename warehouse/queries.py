@@ -122,7 +122,8 @@ def evaluation_inputs(
     gpus = _frame(
         con,
         "SELECT g.cluster, g.host, g.gpu, coalesce(i.uuid, g.uuid) AS uuid,"
-        " coalesce(i.model_name, g.model_name) AS model_name, g.first_seen, g.last_seen"
+        " coalesce(i.model_name, g.model_name) AS model_name, g.first_seen, g.last_seen, g.share, g.card_gpu,"
+        " g.mig_profile"
         " FROM gpus g LEFT JOIN (SELECT gpu_key, arg_max(uuid, valid_from) AS uuid,"
         " arg_max(model_name, valid_from) AS model_name FROM gpu_identities WHERE valid_from < ? GROUP BY gpu_key) i"
         " USING (gpu_key) ORDER BY g.cluster, g.host, g.gpu",

@@ -3,8 +3,8 @@ share, the GPU classes each job ran on, and each card's energy per quarter hour.
 
 Energy follows warehouse/energy.py (the counter's increase since the previous minute with a value; a
 reset counts from the reset; the minute after a gap carries the gap's energy). dcgm-exporter repeats a
-card's counter on every MIG instance's series, so a card's increase is counted once per card and
-shared among the instances reporting that minute by their share (a GPU of share 1 is a card alone).
+card's counter on every MIG instance's series, so each instance is attributed its share of the card's
+increase, and the rest of a split card (slices no instance covers) is nobody's: the unallocated row's.
 """
 
 from __future__ import annotations
@@ -37,33 +37,27 @@ GROUP BY ALL ORDER BY ALL
 """
 
 _ENERGY = f"""
-WITH card_minutes AS (
+WITH rows AS (
     SELECT g.cluster, g.host, coalesce(g.card_gpu, g.gpu) AS card, g.share, e.ts, e.job_id,
            e.energy_increase_mj, e.counter_reset
     FROM ({INCREASES}) e JOIN gpus g USING (gpu_key)
-), whole AS (
-    SELECT cluster, job_id, ts, energy_increase_mj AS energy_mj, energy_increase_mj, counter_reset
-    FROM card_minutes WHERE share >= 1
-), sliced AS (  -- a window over the few slices only: over every GPU-minute it costs ten times the query
-    SELECT cluster, job_id, ts, max(energy_increase_mj) OVER c * share / sum(share) OVER c AS energy_mj,
-           energy_increase_mj, counter_reset
-    FROM card_minutes WHERE share < 1 WINDOW c AS (PARTITION BY cluster, host, card, ts)
+), parts AS (
+    -- each row's share of its card's energy, as warehouse/energy.py attributes it
+    SELECT cluster, job_id, ts, energy_increase_mj * least(share, 1.0) AS energy_mj, energy_increase_mj,
+           counter_reset
+    FROM rows
+    UNION ALL
+    -- the part of a split card no instance covers (slices not configured): nobody's; grouped over the few
+    -- slice rows only, since a window or a group over every GPU-minute costs ten times the query
+    SELECT cluster, NULL AS job_id, ts, max(energy_increase_mj) * (1.0 - sum(share)) AS energy_mj,
+           0.0 AS energy_increase_mj, false AS counter_reset
+    FROM rows WHERE share < 1 GROUP BY cluster, host, card, ts HAVING sum(share) < 1.0
 )
 SELECT cluster, job_id, time_bucket(INTERVAL 15 MINUTES, ts) AS slot, sum(energy_mj) / 3.6e9 AS energy_kwh,
        count(*) FILTER (WHERE energy_increase_mj IS NULL) AS unknown_minutes,
        count(*) FILTER (WHERE counter_reset) AS counter_resets
-FROM (SELECT * FROM whole UNION ALL SELECT * FROM sliced) GROUP BY ALL ORDER BY ALL
+FROM parts GROUP BY ALL ORDER BY ALL
 """  # noqa: S608 - fixed SQL
-
-
-def _gpu_columns(wh: Warehouse, sql: str) -> str:
-    """Before migration 028 (MIG slices and shared GPUs) every GPU is a whole card of its own."""
-    have = set(wh.query("SELECT column_name FROM information_schema.columns WHERE table_name = 'gpus'")
-               ["column_name"].to_list())
-    if "share" in have:
-        return sql
-    return (sql.replace("g.mig_profile", "NULL::VARCHAR AS mig_profile").replace("sum(g.share)", "count(*)::DOUBLE")
-            .replace("g.share", "1.0::DOUBLE AS share").replace("coalesce(g.card_gpu, g.gpu)", "g.gpu"))
 
 
 def showback_inputs(wh: Warehouse, month: Month, outputs_idle: pl.DataFrame,
@@ -75,9 +69,9 @@ def showback_inputs(wh: Warehouse, month: Month, outputs_idle: pl.DataFrame,
     return ShowbackInputs(
         window=window,
         jobs=queries.month_jobs(wh.connection, month),
-        gpus=tables.conform(wh.query(_gpu_columns(wh, _GPUS), [hi, window.end]), SHOWBACK_GPUS),
-        job_gpus=tables.conform(wh.query(_gpu_columns(wh, _JOB_GPUS), [lo, window.end]), JOB_GPUS),
-        energy=tables.conform(wh.query(_gpu_columns(wh, _ENERGY), [lo - LOOKBACK, window.end, lo]), ENERGY_SLOTS),
+        gpus=tables.conform(wh.query(_GPUS, [hi, window.end]), SHOWBACK_GPUS),
+        job_gpus=tables.conform(wh.query(_JOB_GPUS, [lo, window.end]), JOB_GPUS),
+        energy=tables.conform(wh.query(_ENERGY, [lo - LOOKBACK, window.end, lo]), ENERGY_SLOTS),
         idle=outputs_idle,
         completeness=completeness,
     )

@@ -31,7 +31,7 @@ from collectors.batch import Problem
 from collectors.sacct import BadFieldError, _events, checked, exit_text
 from collectors.sacctmgr import pipe_records
 from collectors.slurm.shapes import gpu_in_tres
-from gpusteward import tables
+from gpusteward import capacity, tables
 
 REQUIRED = ("JobID", "JobIDRaw", "Cluster", "Account", "Partition", "QOS", "State", "ExitCode", "DerivedExitCode",
             "Reason", "Submit", "Eligible", "Start", "End", "AllocTRES", "NodeList")
@@ -42,6 +42,7 @@ _FIELDS = {
 _ARRAY = re.compile(r"(\d+)_(\d+|\[[^\]]*\])", re.ASCII)
 _LIMIT = re.compile(r"(?:(\d+)-)?(?:(\d+):)?(\d+):(\d+)", re.ASCII)
 _GPU_TYPE = re.compile(r"(?:^|,)gres/gpu:([^=,]+)=\d+", re.ASCII)
+_GPU_TYPED = re.compile(r"(?:^|,)gres/gpu:([^=,]+)=(\d{1,10})", re.ASCII)
 _UNKNOWN = ("", "Unknown", "None")
 
 
@@ -78,6 +79,7 @@ def _field(name: str, read: Any, text: str) -> Any:
 def _row(r: dict[str, str]) -> dict[str, Any]:
     nodes = r["NodeList"] if r["NodeList"] not in ("", "None assigned") else None
     alloc = r["AllocTRES"]
+    allocated = _field("AllocTRES", _gpus, alloc)
     array = _ARRAY.fullmatch(r["JobID"])
     task = array.group(2) if array else None
     exit_status = _field("ExitCode", _exit, r["ExitCode"])
@@ -99,7 +101,7 @@ def _row(r: dict[str, str]) -> dict[str, Any]:
         "reason": None if r["Reason"] in _UNKNOWN else r["Reason"],
         "exit_code": exit_status[0],
         "gpus_requested": _field("ReqTRES", _gpus, r.get("ReqTRES", "")),
-        "gpus_allocated": _field("AllocTRES", _gpus, alloc),
+        "gpus_allocated": allocated,
         "gpu_type": ",".join(sorted(set(_GPU_TYPE.findall(alloc or r.get("ReqTRES", ""))))) or None,
         "nodes": nodes,
         "time_limit_min": _field("Timelimit", _minutes, r.get("Timelimit", "")),
@@ -107,6 +109,9 @@ def _row(r: dict[str, str]) -> dict[str, Any]:
         "array_job_id": int(array.group(1)) if array else None,
         "array_task_id": int(task) if task is not None and task.isdigit() else None,
         "exit_signal": exit_status[1],
+        "gpu_equivalents": capacity.typed_gpu_equivalents(
+            [(t, int(n)) for t, n in _GPU_TYPED.findall(alloc or "")], allocated
+        ),
     }
 
 

@@ -10,10 +10,11 @@ import polars as pl
 import pytest
 from polars.testing import assert_frame_equal
 
-from collectors.dcgm import MIG_GPU_BASE, GpuIndex, gpu_minutes
+from collectors.dcgm import GpuIndex, gpu_minutes
 from collectors.exposition import parse_text
 from collectors.samples import SeriesCache
 from gpusteward import tables
+from gpusteward.capacity import MIG_GPU_BASE
 from tests.collectors.synthetic import dcgm_dump, dump, gpu_labels
 
 DATA = Path(__file__).parents[1] / "data" / "metrics"

@@ -107,7 +107,7 @@ def dcgm_lines(draw: st.DrawFn) -> str:
     lines = []
     for _ in range(draw(st.integers(min_value=1, max_value=12))):
         gpu, gi = draw(_label_value), draw(st.one_of(st.none(), _label_value))
-        mig = f',GPU_I_ID="{gi}"' if gi is not None else ""
+        mig = f',GPU_I_ID="{gi}",GPU_I_PROFILE="1g.10gb"' if gi is not None else ""
         labels = f'gpu="{gpu}",UUID="GPU-{gpu}",modelName="H100",Hostname="h"{mig}'
         lines.append(f"{draw(_field)}{{{labels}}} {draw(_value)} {draw(_timestamp)}")
     return "\n".join(lines) + "\n"
@@ -135,12 +135,13 @@ def test_whatever_dcgm_samples_say_only_plausible_minutes_are_stored(
 
 
 def test_mig_numbers_never_collide_and_fit_the_gpu_column() -> None:
-    from collectors.dcgm import MAX_GPU_INDEX, MIG_SLOTS, identify
+    from collectors.dcgm import identify
+    from gpusteward.capacity import MAX_GPU_INDEX, MIG_SLOTS
 
     seen: dict[int, tuple[int, int | None]] = {}
     for device in range(MAX_GPU_INDEX + 1):
         for gi in [None, *range(MIG_SLOTS)]:
-            mig = () if gi is None else (("GPU_I_ID", str(gi)),)
+            mig = () if gi is None else (("GPU_I_ID", str(gi)), ("GPU_I_PROFILE", "1g.10gb"))
             who = identify(Series("DCGM_FI_DEV_GPU_UTIL", (("gpu", str(device)), ("Hostname", "h"), *mig), "", ""), "c")
             assert not isinstance(who, str)
             assert who.gpu not in seen, (device, gi, seen.get(who.gpu))

@@ -16,7 +16,8 @@ from warehouse import migrate as migrations
 from warehouse import open_warehouse
 from warehouse.energy import energy_increases
 
-_OLD_COLUMNS = [c for c in tables.GPU_MINUTES if c not in ("cluster", "host", "gpu", "uuid", "model_name")]
+_PER_GPU = ("cluster", "host", "gpu", "uuid", "model_name", "mig_profile")
+_OLD_COLUMNS = [c for c in tables.GPU_MINUTES if c not in _PER_GPU]
 
 
 def _old_rows() -> pl.DataFrame:
