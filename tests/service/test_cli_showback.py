@@ -106,3 +106,10 @@ def test_csv_goes_to_stdout_and_an_unevaluated_month_is_refused(evaluated: Path)
     result = CliRunner().invoke(cli, ["showback", "--config", config, "--format", "parquet"])
     assert result.exit_code == 2
     assert "--out FILE" in result.output
+
+
+def test_every_column_is_documented_in_its_order() -> None:
+    doc = (Path(__file__).resolve().parents[2] / "docs" / "showback.md").read_text(encoding="utf-8")
+    table = doc[doc.index("## Columns"):doc.index("## Where it lives")]
+    documented = [line.split("`")[1] for line in table.splitlines() if line.startswith("| `")]
+    assert documented == list(COLUMNS)
