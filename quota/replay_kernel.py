@@ -17,7 +17,10 @@ segment, placement and preemption), written over integer ids and arrays:
   lose to preemption are kept up to date at every start and end.
 
 `cache=True`: the compiled code is kept beside this file (__pycache__), so only the first run after a
-change compiles (docs/quota.md, "The replay", has the cost).
+change compiles (docs/quota.md, "The replay", has the cost). That is also why the kernel is one file of
+more than 400 lines: numba's cache is invalidated only by changes to the file of the cached function,
+not by changes to compiled functions it calls from other files (numba's "Notes on Caching", cache
+limitations), so a split would let a stale compiled caller outlive an edited callee.
 """
 
 from __future__ import annotations

@@ -255,12 +255,20 @@ def report(
 @config_option
 @db_option
 @click.option("--port", type=int, default=8501, show_default=True)
-def dashboard(config_path: str | None, db_path: str | None, port: int) -> None:
-    """Serve the Streamlit dashboard on 127.0.0.1 (read-only on the warehouse)."""
+@click.option("--read-model", "read_model", type=click.Path(file_okay=False), default=None,
+              help="Read what `gpusteward serve` publishes here (while it runs) instead of the warehouse file.")
+@click.option("--api", "api_url", default=None,
+              help="With --read-model: the service's URL for control actions (token: $GPUSTEWARD_DASHBOARD_TOKEN).")
+def dashboard(config_path: str | None, db_path: str | None, port: int, read_model: str | None,
+              api_url: str | None) -> None:
+    """Serve the Streamlit dashboard on 127.0.0.1: over the service's read model, or read-only on the
+    warehouse file when no service writes it."""
     from service.dashboard import serve_dashboard
 
     path = config_path_of(config_path)
-    serve_dashboard(db_path_of(load(path), db_path), path, port=port)
+    if api_url and not read_model:
+        raise click.UsageError("--api needs --read-model (the dashboard acts through the running service)")
+    serve_dashboard(db_path_of(load(path), db_path), path, port=port, read_model=read_model, api_url=api_url)
 
 
 @cli.command()

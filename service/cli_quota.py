@@ -16,12 +16,12 @@ import json
 import os
 import pwd
 from datetime import UTC, datetime
-from pathlib import Path
 from typing import Any
 
 import click
 
 from gpusteward.domain import Month
+from gpusteward.errors import InputError
 from service.cli_options import config_option, db_option, load, month_option, open_for_writing, pick_month
 
 by_option = click.option(
@@ -221,11 +221,17 @@ def _slurm_options(fn: Any) -> Any:
     for option in reversed((
         click.option("--scheduler", type=click.Choice(["slurm", "kueue", "volcano"]), default="slurm",
                      show_default=True, help="Where the plan's limits live."),
-        click.option("--kube-url", default=None, help="Kubernetes API server URL (Kueue, Volcano)."),
+        click.option("--kubeconfig", default=None, type=click.Path(dir_okay=False),
+                     help="kubeconfig file (default: [kubernetes] of the config, then the pod's service account,"
+                          " $KUBECONFIG, ~/.kube/config)."),
+        click.option("--kube-context", default=None, help="Context of the kubeconfig (default: its current one)."),
+        click.option("--in-cluster", is_flag=True, default=False,
+                     help="Use the pod's service account token and the cluster CA."),
+        click.option("--kube-url", default=None, help="Kubernetes API server URL, instead of a kubeconfig."),
         click.option("--kube-token-file", default=None, type=click.Path(dir_okay=False),
-                     help="File holding the bearer token (default: $KUBE_TOKEN)."),
+                     help="With --kube-url: file holding the bearer token (default: $KUBE_TOKEN)."),
         click.option("--kube-ca", default=None, type=click.Path(dir_okay=False),
-                     help="CA bundle to verify the API server with."),
+                     help="With --kube-url: CA bundle to verify the API server with."),
         click.option("--kueue-flavor", default=None,
                      help="ResourceFlavor of the ClusterQueue's GPUs (default: its only GPU flavor)."),
         click.option("--volcano-field", type=click.Choice(["capability", "deserved", "guarantee"]),
@@ -240,14 +246,29 @@ def _slurm_options(fn: Any) -> Any:
     return fn
 
 
-def _kube_api(ctx_args: dict[str, Any]) -> Any:
-    from collectors.kube import KubeApi
+def _kube_api(ctx_args: dict[str, Any], config: Any) -> Any:
+    """The API server and credentials: the command line's, else the config's [kubernetes] (docs/kubernetes.md)."""
+    from collectors.kube import KubeApi, connect
 
-    if not ctx_args["kube_url"]:
-        raise click.UsageError(f"--scheduler {ctx_args['scheduler']} needs --kube-url")
-    token_file = ctx_args["kube_token_file"]
-    token = Path(token_file).read_text(encoding="utf-8").strip() if token_file else os.environ.get("KUBE_TOKEN")
-    return KubeApi(ctx_args["kube_url"], token=token or None, verify=ctx_args["kube_ca"] or True)
+    url, token_file = ctx_args["kube_url"], ctx_args["kube_token_file"]
+    if url and not token_file and os.environ.get("KUBE_TOKEN"):
+        return KubeApi(url, token=os.environ["KUBE_TOKEN"], verify=ctx_args["kube_ca"] or True,
+                       credentials=f"server {url} with the token in $KUBE_TOKEN")
+    cfg = config.kubernetes
+    if url:
+        cfg = dataclasses.replace(cfg, auth="server", server=url, token_file=token_file or "",
+                                  ca_file=ctx_args["kube_ca"] or "")
+    elif ctx_args["in_cluster"]:
+        cfg = dataclasses.replace(cfg, auth="in_cluster")
+    elif ctx_args["kubeconfig"] or ctx_args["kube_context"]:
+        cfg = dataclasses.replace(cfg, auth="kubeconfig", kubeconfig=ctx_args["kubeconfig"] or cfg.kubeconfig,
+                                  context=ctx_args["kube_context"] or cfg.context)
+    # Paths from the command line are the caller's; those from the config are relative to its file.
+    base = "." if url or ctx_args["kubeconfig"] else config.base_dir
+    try:
+        return connect(cfg, base_dir=base)
+    except InputError as exc:  # no such kubeconfig or context, not in a pod: before anything is read or written
+        raise click.ClickException(str(exc)) from exc
 
 
 def _run(ctx_args: dict[str, Any], plan_id: str, *, rollback: bool, dry_run: bool = False) -> None:
@@ -265,7 +286,7 @@ def _run(ctx_args: dict[str, Any], plan_id: str, *, rollback: bool, dry_run: boo
     writer: QuotaWriter
     scheduler = ctx_args["scheduler"]
     if scheduler in ("kueue", "volcano"):
-        kube = _kube_api(ctx_args)
+        kube = _kube_api(ctx_args, config)
         writer = KueueQuotaWriter(kube) if scheduler == "kueue" else VolcanoQuotaWriter(kube)
     else:
         if ctx_args["rest_socket"]:

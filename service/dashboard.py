@@ -97,7 +97,10 @@ def _wait_until_listening(port: int, process: subprocess.Popen[bytes], log: IO[b
     raise RuntimeError(f"the dashboard did not listen on 127.0.0.1:{port} within {timeout_s:.0f}s")
 
 
-def serve_dashboard(db_path: str, config_path: str, *, port: int | None = None) -> None:
+def serve_dashboard(
+    db_path: str, config_path: str, *, port: int | None = None, read_model: str | None = None,
+    api_url: str | None = None,
+) -> None:
     """Start the dashboard, print its URL, and keep it running until Ctrl-C, SIGINT or SIGTERM, which stop
     the Streamlit server too (a service manager's `stop` sends SIGTERM to this process only)."""
     import click
@@ -106,7 +109,7 @@ def serve_dashboard(db_path: str, config_path: str, *, port: int | None = None) 
     try:
         # The handlers come first: a signal while the server starts must stop it too (start_dashboard does).
         with _signals_raise(signal.SIGTERM, signal.SIGINT):
-            process, url = start_dashboard(db_path, config_path, port=port)
+            process, url = start_dashboard(db_path, config_path, port=port, read_model=read_model, api_url=api_url)
             click.echo(f"dashboard: {url}  (Ctrl-C to stop)")
             process.wait()
     except _Stopped as stopped:

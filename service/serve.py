@@ -482,6 +482,7 @@ def settings_from_config(
     insecure_listen: bool | None = None,
 ) -> ServeSettings:
     """The `[service]` table of the config, with what the command line gave in its place."""
+    from service.kube_queue import kube_sources
     from service.live import scrape_sources
     from service.slurm_queue import slurm_sources
 
@@ -508,6 +509,7 @@ def settings_from_config(
         live_sources=(
             *((src, src.spec.interval) for src in scrape_sources(config)),
             *((src, src.spec.interval) for src in slurm_sources(config)),
+            *((src, src.spec.interval) for src in kube_sources(config)),
         ),
     )
 

@@ -77,12 +77,15 @@ class SlurmQueueSource:
         return self.spec.name
 
     def collect(self, now: datetime) -> CollectedBatch:
-        moment = now.replace(microsecond=0)
-        if moment.tzinfo is not None:
-            moment = moment.astimezone(UTC).replace(tzinfo=None)
-        batch = queue_snapshot(self.client, moment)
+        batch = queue_snapshot(self.client, snapshot_time(now))
         batch.source = f"slurm:{self.name} queue"
         return batch
+
+
+def snapshot_time(now: datetime) -> datetime:
+    """A snapshot's time as the warehouse stores it: whole seconds, naive UTC."""
+    moment = now.replace(microsecond=0)
+    return moment.astimezone(UTC).replace(tzinfo=None) if moment.tzinfo is not None else moment
 
 
 def slurm_sources(config: Config, env: Mapping[str, str] | None = None) -> list[SlurmQueueSource]:

@@ -6,6 +6,9 @@ a pytest process whose wall clock, and every Python child's, starts at that mome
 on today's date fails on one of them. Real components (Prometheus, Alertmanager, Slurm) keep the
 machine's clock, so their tests stay out; tests/test_suite_rules.py keeps wall-clock reads out of
 the tests themselves.
+
+`python -m tests.dates --list` prints SWEEP: `./dev test` leaves those tests out of its main pytest run
+after the sweep ran them four times (each is then not run a fifth time at today's date).
 """
 
 from __future__ import annotations
@@ -75,6 +78,9 @@ def run(moment: Moment, pytest_args: list[str]) -> int:
 
 
 def main(argv: list[str]) -> int:
+    if argv == ["--list"]:
+        print("\n".join(SWEEP))
+        return 0
     failed = [m for m in MOMENTS if run(m, argv) != 0]
     for m in failed:
         print(f"FAILED under {m.when} {m.tz} ({m.why})")

@@ -1,4 +1,7 @@
-"""A small Kubernetes API client over httpx: list custom objects, and JSON Patch them with a `test` guard.
+"""A small Kubernetes API client: list custom objects, and JSON Patch them with a `test` guard.
+
+It speaks httpx2, the HTTP client lightkube builds on, so the TLS context and the authentication that
+`collectors.kube.auth` gets from a kubeconfig or the pod's service account plug straight in.
 
 CRDs take no strategic merge patch, so quota changes are RFC 6902 JSON Patches whose first
 operation tests the current value: if someone changed the quota since it was read, the API
@@ -7,11 +10,13 @@ server refuses the whole patch (422), and nothing is written. `dry_run=True` add
 
 from __future__ import annotations
 
+import ssl
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-import httpx
+import httpx2 as httpx
+from lightkube.core.exceptions import ConfigError
 
 from gpusteward.errors import InputError, PermanentError, TransientError
 
@@ -22,13 +27,18 @@ class PatchRefusedError(PermanentError):
 
 @dataclass
 class KubeApi:
-    """`base_url` of the API server; `token` is sent as a Bearer token; `transport` replaces the network."""
+    """`base_url` of the API server; `token` is sent as a Bearer token, or `auth` (a kubeconfig's token
+    file, exec plugin) authenticates each request; `verify` is a CA bundle path or an SSL context (with
+    the client certificate loaded); `credentials` names where they came from, for error messages;
+    `transport` replaces the network."""
 
     base_url: str
     token: str | None = None
-    verify: bool | str = True
+    verify: bool | str | ssl.SSLContext = True
     timeout_s: float = 30.0
     transport: httpx.BaseTransport | None = None
+    auth: httpx.Auth | None = None
+    credentials: str = "no credentials"
     _client: httpx.Client | None = field(default=None, init=False, repr=False)
 
     def client(self) -> httpx.Client:
@@ -36,11 +46,13 @@ class KubeApi:
             headers = {"Accept": "application/json"}
             if self.token:
                 headers["Authorization"] = f"Bearer {self.token}"
+            verify = ssl.create_default_context(cafile=self.verify) if isinstance(self.verify, str) else self.verify
             self._client = httpx.Client(
                 base_url=self.base_url,
                 headers=headers,
                 timeout=self.timeout_s,
-                verify=self.verify,
+                verify=verify,
+                auth=self.auth,
                 transport=self.transport,
             )
         return self._client
@@ -86,10 +98,26 @@ class KubeApi:
             content = None if body is None else httpx.Request("POST", "/", json=body).content
             response = self.client().request(method, path, params=params, content=content, headers=headers)
         except httpx.TransportError as exc:
+            if _untrusted_certificate(exc):
+                raise PermanentError(
+                    f"{source}: the API server's TLS certificate is not trusted: {exc} (using {self.credentials};"
+                    " check the kubeconfig's certificate-authority, the service account's ca.crt or"
+                    " kubernetes.ca_file)"
+                ) from None
             raise TransientError(f"{source}: {type(exc).__name__}: {exc}") from None
+        except (ConfigError, OSError, ValueError, KeyError) as exc:  # an exec plugin that failed or printed no token
+            raise PermanentError(f"{source}: no credentials from {self.credentials}: {exc}") from None
         message = _status_message(response)
-        if response.status_code in (401, 403):
-            raise PermanentError(f"{source}: HTTP {response.status_code}: {message} (check the token and RBAC)")
+        if response.status_code == 401:
+            raise PermanentError(
+                f"{source}: HTTP 401 Unauthorized: {message}: the API server did not accept the credentials of"
+                f" {self.credentials} (a wrong, expired or revoked token, or a client certificate it does not trust)"
+            )
+        if response.status_code == 403:
+            raise PermanentError(
+                f"{source}: HTTP 403 Forbidden: {message}: {self.credentials} was recognised but RBAC does not"
+                " allow this (docs/kubernetes.md#rbac lists the verbs GPU Steward needs)"
+            )
         if response.status_code in (409, 422) and method == "PATCH":
             raise PatchRefusedError(f"{source}: HTTP {response.status_code}: {message}")
         if response.status_code >= 500 or response.status_code == 429:
@@ -103,6 +131,15 @@ class KubeApi:
         if not isinstance(data, dict):
             raise InputError(source, f"expected a JSON object, got {type(data).__name__}")
         return data
+
+
+def _untrusted_certificate(exc: BaseException) -> bool:
+    seen: BaseException | None = exc
+    while seen is not None:
+        if isinstance(seen, ssl.SSLCertVerificationError) or "CERTIFICATE_VERIFY_FAILED" in str(seen):
+            return True
+        seen = seen.__cause__ or seen.__context__
+    return False
 
 
 def _status_message(response: httpx.Response) -> str:

@@ -13,6 +13,7 @@ from typing import Literal
 from gpusteward.config.alerting import AlertEngineConfig, OutboxConfig, SilenceConfig
 from gpusteward.config.fields import opt, req
 from gpusteward.config.inference import InferenceConfig
+from gpusteward.config.kubernetes import KubernetesConfig
 from gpusteward.config.limits import LimitsConfig
 from gpusteward.config.protection import InferenceReserveLine as InferenceReserveLine  # noqa: PLC0414 - re-exported
 from gpusteward.config.protection import ProtectionConfig as ProtectionConfig  # noqa: PLC0414 - re-exported
@@ -195,6 +196,9 @@ class Config:
         ReclaimConfig(), "idle GPUs reclaimed by policy: warn the owner, then act (docs/reclaim.md)"
     )
     dashboard: DashboardConfig = opt(DashboardConfig(), "the dashboard the review and the alerts link to")
+    kubernetes: KubernetesConfig = opt(
+        KubernetesConfig(), "the Kubernetes API server of Kueue and Volcano, and the credentials to reach it"
+    )
     showback: ShowbackConfig = opt(
         ShowbackConfig(), "prices, and how the capacity nobody was allocated is charged (docs/showback.md)"
     )

@@ -307,6 +307,18 @@ def _dashboard(config: Config) -> list[str]:
     return [f"dashboard.url: {problem}"] if problem else []
 
 
+def _live_sources(config: Config) -> list[str]:
+    """Live sources are told apart by name (the job `collect:<name>`, their metrics' `source` label)."""
+    sc = config.service
+    named = [
+        *((f"service.scrape[{i}].name", s.name) for i, s in enumerate(sc.scrape)),
+        *((f"service.slurm[{i}].name", s.name) for i, s in enumerate(sc.slurm)),
+        *((f"service.kube_queues[{i}].name", s.name) for i, s in enumerate(sc.kube_queues)),
+    ]
+    names = [name for _, name in named]
+    return [f"{path}: duplicate live source {name!r}" for path, name in named if names.count(name) > 1]
+
+
 CHECKS: tuple[Callable[[Config], list[str]], ...] = (
     _clusters,
     _teams_and_rules,
@@ -319,6 +331,7 @@ CHECKS: tuple[Callable[[Config], list[str]], ...] = (
     _proxy_identity,
     check_reclaim,
     _dashboard,
+    _live_sources,
     check_showback,
 )
 

@@ -47,6 +47,15 @@ class SlurmQueueConfig:
     )
 
 
+@dataclass(frozen=True)
+class KubeQueueConfig:
+    name: str = req("source name: the job `collect:<name>` in /metrics, status and logs")
+    scheduler: Literal["kueue", "volcano"] = req("kueue: ClusterQueues' GPU nominalQuota; volcano: Queues' capability")
+    cluster: str = req("cluster name the snapshots are stored under (as rules and teams name it)")
+    kueue_version: str = opt("v1beta2", "Kueue API version: v1beta2, or v1beta1 before Kueue 0.15")
+    interval: timedelta = opt(timedelta(minutes=5), "time between snapshots of the queues' GPU limits")
+
+
 Role = Literal["viewer", "operator", "approver", "admin"]
 """What a control API caller may do; each role includes the ones before it (service/api_tokens.py)."""
 LOOPBACK = ["127.0.0.0/8", "::1/128"]
@@ -107,3 +116,6 @@ class ServiceConfig:
     )
     scrape: list[ScrapeSourceConfig] = opt([], "live sources scraped by the service, each on its own interval")
     slurm: list[SlurmQueueConfig] = opt([], "live Slurm clusters whose queue the service snapshots on an interval")
+    kube_queues: list[KubeQueueConfig] = opt(
+        [], "live Kueue or Volcano clusters whose queues' GPU limits the service snapshots (server: [kubernetes])"
+    )

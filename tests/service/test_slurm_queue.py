@@ -26,7 +26,7 @@ from service.metrics import ServiceMetrics
 from service.serve import settings_from_config
 from service.slurm_queue import SlurmQueueSource, slurm_sources
 from service.spool import Spool
-from service.tasks import Shared
+from service.tasks import LiveSource, Shared
 from warehouse import Warehouse, open_warehouse
 
 DATA = Path(__file__).parents[1] / "data" / "slurm-22.05-nested"
@@ -58,7 +58,7 @@ def wh(tmp_path: Path) -> Iterator[Warehouse]:
         yield opened
 
 
-def _serve_for(source: SlurmQueueSource, wh: Warehouse, hours: float, interval: timedelta) -> None:
+def _serve_for(source: LiveSource, wh: Warehouse, hours: float, interval: timedelta) -> None:
     clock = FakeClock(T0)
     stop = threading.Event()
 

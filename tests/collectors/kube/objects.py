@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Iterator
+from contextlib import contextmanager
 from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-from tests.collectors.kube.server import FakeKube
+from tests.collectors.kube.server import FakeKube, serve
 
 DATA = Path(__file__).parents[2] / "data" / "scheduler" / "kube"
 TS = datetime(2026, 11, 1)
@@ -97,3 +99,12 @@ def fake_kube() -> FakeKube:
         for obj in load(name):
             k.add(obj)
     return k
+
+
+@contextmanager
+def serving_recorded(*tokens: str) -> Iterator[tuple[FakeKube, str]]:
+    """The recorded objects served on 127.0.0.1 (plain HTTP), accepting only these bearer tokens."""
+    kube = fake_kube()
+    kube.tokens = set(tokens)
+    with serve(kube) as url:
+        yield kube, url

@@ -5,12 +5,18 @@ Lists (`/apis/G/V/plural`, all namespaces), named objects (cluster-scoped or
 (add, replace, remove, test; a failed `test` answers 422 with a Status body, as the API server
 does); `dryRun=All` answers without storing. `after_get` runs after each GET of a named object, so a
 test can change the quota underneath a writer.
+
+`serve(kube, tls=context)` serves HTTPS with the server certificate in `context`; with `kube.tokens`
+or `kube.cert_users` set, a request must carry one of those bearer tokens or a client certificate
+whose common name is listed (as the API server's token and x509 authenticators do), else it gets 401.
+`kube.seen` records who each request was authenticated as.
 """
 
 from __future__ import annotations
 
 import copy
 import json
+import ssl
 import threading
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -34,6 +40,10 @@ class FakeKube:
         self.patches: list[tuple[str, list[dict[str, Any]], bool]] = []
         self.after_get: Callable[[str], None] | None = None
         self.lock = threading.Lock()
+        self.tokens: set[str] | None = None  # None (and no cert_users): no authentication asked
+        self.cert_users: set[str] = set()
+        self.seen: list[str] = []  # "token:<t>", "cert:<CN>"
+        self.requests: list[tuple[str, str]] = []  # (method, path) of every authenticated request
 
     def add(self, obj: dict[str, Any], *, version: str | None = None) -> None:
         group, _, default_version = obj["apiVersion"].partition("/")
@@ -105,8 +115,27 @@ def _handler(kube: FakeKube) -> type[BaseHTTPRequestHandler]:
                 },
             )
 
+        def _authenticated(self) -> bool:
+            if kube.tokens is None and not kube.cert_users:
+                return True
+            auth = self.headers.get("Authorization", "")
+            if auth.startswith("Bearer ") and auth[7:] in (kube.tokens or set()):
+                kube.seen.append(f"token:{auth[7:]}")
+                return True
+            peer = self.connection.getpeercert() if isinstance(self.connection, ssl.SSLSocket) else None
+            subject: Any = (peer or {}).get("subject", ())  # ((("commonName", "steward"),), ...)
+            names = [pair[1] for rdn in subject for pair in rdn if pair[0] == "commonName"]
+            if names and names[0] in kube.cert_users:
+                kube.seen.append(f"cert:{names[0]}")
+                return True
+            self._status(401, "Unauthorized", "Unauthorized")
+            return False
+
         def do_GET(self) -> None:
+            if not self._authenticated():
+                return
             path = urlparse(self.path).path
+            kube.requests.append(("GET", path))
             with kube.lock:
                 obj = kube.objects.get(path)
                 items = None if obj is not None else kube.list(path)
@@ -123,7 +152,10 @@ def _handler(kube: FakeKube) -> type[BaseHTTPRequestHandler]:
                 self._status(404, "NotFound", f"{path} not found")
 
         def do_PATCH(self) -> None:
+            if not self._authenticated():
+                return
             url = urlparse(self.path)
+            kube.requests.append(("PATCH", url.path))
             dry = parse_qs(url.query).get("dryRun") == ["All"]
             if self.headers.get("Content-Type") != "application/json-patch+json":
                 self._status(415, "UnsupportedMediaType", "only JSON Patch here")
@@ -148,13 +180,16 @@ def _handler(kube: FakeKube) -> type[BaseHTTPRequestHandler]:
 
 
 @contextmanager
-def serve(kube: FakeKube) -> Iterator[str]:
-    """Serve `kube` on 127.0.0.1 (a free port) and yield its base URL; the server stops afterwards."""
+def serve(kube: FakeKube, *, tls: ssl.SSLContext | None = None) -> Iterator[str]:
+    """Serve `kube` on 127.0.0.1 (a free port), over HTTPS with `tls`, and yield its base URL; the server
+    stops afterwards."""
     server = ThreadingHTTPServer(("127.0.0.1", 0), _handler(kube))
+    if tls is not None:
+        server.socket = tls.wrap_socket(server.socket, server_side=True)
     thread = threading.Thread(target=server.serve_forever, daemon=True)
     thread.start()
     try:
-        yield f"http://127.0.0.1:{server.server_address[1]}"
+        yield f"{'https' if tls else 'http'}://127.0.0.1:{server.server_address[1]}"
     finally:
         server.shutdown()
         server.server_close()
