@@ -46,11 +46,12 @@ def check_showback(config: Config) -> list[str]:
             problems.append(f"{path}.cluster: {rule.cluster!r} matches none of the clusters ({', '.join(clusters)})")
         if rule.mig_profile and not _PROFILE.fullmatch(rule.mig_profile):
             problems.append(f"{path}.mig_profile: expected a MIG profile such as \"1g.10gb\", got {rule.mig_profile!r}")
-    names = [w.name for w in sb.windows]
+    seen: set[str] = set()
     for i, window in enumerate(sb.windows):
         path = f"showback.windows[{i}]"
-        if names.count(window.name) > 1:
+        if window.name in seen:
             problems.append(f"{path}.name: duplicate window {window.name!r}")
+        seen.add(window.name)
         if window_minutes(window.hours) is None:
             problems.append(
                 f"{path}.hours: expected HH:MM-HH:MM on the quarter hour (09:00-21:30), start and end apart,"
