@@ -205,12 +205,19 @@ def _unallocated_rows(rows: dict[Key, _Row], capacity: dict[str, _Capacity]) -> 
 
 def _add_energy(inputs: ShowbackInputs, owner: dict[tuple[str, str], Key], rows: dict[Key, _Row],
                 unallocated: dict[str, _Row], *, factors: TimeFactors, kwh: Decimal) -> None:
-    for r in conform(inputs.energy, ENERGY_SLOTS).iter_rows(named=True):
+    energy = conform(inputs.energy, ENERGY_SLOTS)
+    slots = energy["slot"].unique().to_list()
+    priced = pl.DataFrame({"slot": slots, "_factor": [str(factors.factor_at(s)) for s in slots]},
+                          schema={"slot": pl.Datetime("us"), "_factor": pl.Utf8})
+    # one row per job and price factor: a month has thousands of quarter hours but a few factors
+    grouped = energy.join(priced, on="slot", how="left").group_by("cluster", "job_id", "_factor").agg(
+        pl.col("energy_kwh").sum(), pl.col("unknown_minutes").sum(), pl.col("counter_resets").sum())
+    for r in grouped.sort("cluster", "job_id", "_factor", nulls_last=True).iter_rows(named=True):
         key = owner.get((r["cluster"], r["job_id"])) if r["job_id"] is not None else None
         row = rows[key] if key is not None else unallocated.setdefault(r["cluster"], _Row())
-        energy = exact(r["energy_kwh"])
-        row.energy_kwh += energy
-        row.energy_cost += energy * kwh * factors.factor_at(r["slot"])
+        kwh_used = exact(r["energy_kwh"])
+        row.energy_kwh += kwh_used
+        row.energy_cost += kwh_used * kwh * Decimal(r["_factor"])
         row.energy_unknown += int(r["unknown_minutes"] or 0)
         row.resets += int(r["counter_resets"] or 0)
 
