@@ -11,8 +11,11 @@ from __future__ import annotations
 
 import re
 from collections.abc import Sequence
+from fnmatch import fnmatchcase
 
 import polars as pl
+
+from gpusteward.config.capacity import SharedGpus
 
 # A MIG instance's row number: 1000 + 100 x device index + GPU_I_ID (the warehouse key is
 # (cluster, host, gpu); a device below 256 and an instance below 100 keep every number distinct
@@ -98,3 +101,25 @@ def typed_gpu_equivalents(typed: Sequence[tuple[str, int]], total: int | None) -
         return None
     untyped = max(0, (total or 0) - sum(n for _, n in typed))  # gres/gpu counts typed GPUs too
     return sliced + whole + untyped
+
+
+def with_shared_gpus(jobs: pl.DataFrame, shared: Sequence[SharedGpus]) -> pl.DataFrame:
+    """Jobs on shared (time-sliced) nodes hold 1/replicas of a GPU per GPU allocated: their
+    `gpu_equivalents`, unless the scheduler gave one. The first rule whose cluster and hosts globs
+    match the job's cluster and node list decides; without rules the frame is returned as it is."""
+    if not shared or jobs.is_empty():
+        return jobs
+    pairs = jobs.select("cluster", "nodes").unique().drop_nulls()
+    replicas = []
+    for cluster, nodes in pairs.iter_rows():
+        rule = next((s for s in shared if fnmatchcase(cluster, s.cluster) and fnmatchcase(nodes, s.hosts)), None)
+        replicas.append(rule.replicas if rule else None)
+    lookup = pairs.with_columns(pl.Series("_replicas", replicas, pl.Int64)).drop_nulls("_replicas")
+    if lookup.is_empty():
+        return jobs
+    whole = pl.col("gpus_allocated").cast(pl.Float64)
+    return (
+        jobs.join(lookup, on=["cluster", "nodes"], how="left", maintain_order="left")
+        .with_columns(pl.col("gpu_equivalents").fill_null(whole / pl.col("_replicas")))
+        .drop("_replicas")
+    )

@@ -18,6 +18,30 @@ DRIVER_VERSION = "535.129.03"
 # PCI bus numbers of the eight SXM5 GPUs on an HGX H100 baseboard, as nvidia-smi lists them.
 _PCI_BUSES = ("18", "2A", "3A", "5D", "9A", "AB", "BA", "DB")
 
+
+@dataclass(frozen=True)
+class MigSlot:
+    """One MIG instance a MIG node offers as a schedulable GPU (Slurm AutoDetect=nvml: one gres each)."""
+
+    card: int  # the H100's device index
+    gi: int  # GPU_I_ID
+    profile: str  # GPU_I_PROFILE, also the Slurm gres type
+    fb_mib: int  # the instance's framebuffer
+
+
+# A MIG node's eight slots: three H100s split in mixed layouts (nvidia-smi mig -lgip profiles). Cards 0
+# and 1 use all seven compute slices (3g+2g+1g+1g, 4g+3g); card 2 is split 3g+3g and leaves one idle.
+MIG_LAYOUT = (
+    MigSlot(0, 1, "3g.40gb", 40320), MigSlot(0, 5, "2g.20gb", 20096),
+    MigSlot(0, 13, "1g.10gb", 9856), MigSlot(0, 14, "1g.10gb", 9856),
+    MigSlot(1, 1, "4g.40gb", 40320), MigSlot(1, 2, "3g.40gb", 40320),
+    MigSlot(2, 1, "3g.40gb", 40320), MigSlot(2, 2, "3g.40gb", 40320),
+)
+MIG_SLICES = 7  # an H100 80GB has seven compute slices
+# Partitions that run on MIG nodes: the small, short work a slice suits (no multi-GPU training).
+MIG_PARTITIONS = ("interactive", "batch")
+MIG_CLUSTER = "east"  # the cluster with MIG nodes: one, plus one per 64 nodes of the fleet
+
 CLUSTER_NAMES = ("east", "west")
 # Entitled shares of examples/gpusteward.toml; a team is one Slurm account of the same name.
 TEAM_SHARES: dict[str, float] = {"nlp": 0.30, "vision": 0.15, "speech": 0.15, "research": 0.15, "platform": 0.25}
@@ -72,6 +96,7 @@ class Gpu:
     index: int
     uuid: str
     pci_bus_id: str
+    mig: MigSlot | None = None  # the MIG instance this slot is, on a MIG node
 
     @property
     def device(self) -> str:
@@ -84,19 +109,44 @@ class Cluster:
     hosts: tuple[str, ...]
     infer_hosts: tuple[str, ...]
     limits: tuple[tuple[str, int], ...] = ()  # (account, GPUs) set by hand (sacctmgr), over the defaults
+    mig_hosts: tuple[str, ...] = ()  # nodes whose eight slots are the MIG instances of MIG_LAYOUT
 
     @property
     def gpus(self) -> int:
+        """Schedulable GPU slots: whole GPUs, and MIG instances on MIG nodes (Slurm's gres/gpu count)."""
         return len(self.hosts) * GPUS_PER_NODE
+
+    @property
+    def whole_hosts(self) -> tuple[str, ...]:
+        return tuple(h for h in self.hosts if h not in self.mig_hosts)
+
+    @property
+    def whole_gpus(self) -> int:
+        """GPUs of the whole-GPU nodes: what the workload and the account limits are sized on."""
+        return len(self.whole_hosts) * GPUS_PER_NODE
+
+    @property
+    def cards(self) -> int:
+        """Physical GPUs: the whole ones and the MIG nodes' cards."""
+        return self.whole_gpus + len(self.mig_hosts) * len({m.card for m in MIG_LAYOUT})
 
     def gpu(self, slot: int) -> Gpu:
         """The GPU at cluster-wide slot `slot` (host-major: host index * 8 + device index)."""
         host = self.hosts[slot // GPUS_PER_NODE]
         index = slot % GPUS_PER_NODE
+        if host in self.mig_hosts:
+            mig = MIG_LAYOUT[index]
+            return Gpu(self.name, host, mig.card, gpu_uuid(host, mig.card), pci_bus_id(mig.card), mig)
         return Gpu(self.name, host, index, gpu_uuid(host, index), pci_bus_id(index))
+
+    def mig_slot(self, slot: int) -> MigSlot | None:
+        """The MIG instance at cluster-wide slot `slot`, or None for a whole GPU."""
+        return MIG_LAYOUT[slot % GPUS_PER_NODE] if self.hosts[slot // GPUS_PER_NODE] in self.mig_hosts else None
 
     def partition_hosts(self, partition: str) -> tuple[int, ...]:
         names = self.infer_hosts if partition == INFER_PARTITION else self.hosts
+        if partition not in MIG_PARTITIONS:
+            names = tuple(h for h in names if h not in self.mig_hosts)
         return tuple(self.hosts.index(h) for h in names)
 
     def account_limit(self, account: str) -> int:
@@ -104,7 +154,7 @@ class Cluster:
         for name, gpus in self.limits:
             if name == account:
                 return gpus
-        return max(GPUS_PER_NODE, round(self.gpus * ACCOUNT_GPU_FRACTION[account]))
+        return max(GPUS_PER_NODE, round(self.whole_gpus * ACCOUNT_GPU_FRACTION[account]))
 
 
 @dataclass(frozen=True)
@@ -124,6 +174,7 @@ class Fleet:
 
 def build_fleet(nodes: int, limits: Mapping[tuple[str, str], int] | None = None) -> Fleet:
     """Split `nodes` over east and west (east gets the odd one); infer is half of east, at least 2.
+    East also gets MIG nodes beyond `nodes` (one, plus one per 64 nodes of the fleet), for small work.
 
     `limits`: (cluster, account) -> GPU limit set by hand over the defaults (simulator.limits)."""
     if nodes < 2:
@@ -135,7 +186,8 @@ def build_fleet(nodes: int, limits: Mapping[tuple[str, str], int] | None = None)
         hosts = tuple(f"{name}-gpu-{i:0{width}d}" for i in range(1, per[name] + 1))
         infer = hosts[: min(len(hosts), max(2, len(hosts) // 2))] if name == "east" else ()
         mine = tuple(sorted((a, int(g)) for (c, a), g in (limits or {}).items() if c == name))
-        clusters.append(Cluster(name, hosts, infer, mine))
+        mig = tuple(f"{name}-mig-{i:02d}" for i in range(1, 2 + nodes // 64)) if name == MIG_CLUSTER else ()
+        clusters.append(Cluster(name, hosts + mig, infer, mine, mig))
     return Fleet(tuple(clusters))
 
 

@@ -26,7 +26,8 @@ class Problem:
 @dataclass(frozen=True)
 class ClusterInfo:
     hosts: tuple[str, ...]
-    gpus: int
+    gpus: int  # schedulable GPU slots: whole GPUs and MIG instances (the exporters' series)
+    cards: int = 0  # physical GPUs: a MIG node's split cards count once each (0 in older manifests)
 
 
 @dataclass(frozen=True)
@@ -51,7 +52,9 @@ class Manifest:
             start=raw["start"],
             days=raw["days"],
             nodes=raw["nodes"],
-            clusters={k: ClusterInfo(tuple(v["hosts"]), v["gpus"]) for k, v in raw["clusters"].items()},
+            clusters={
+                k: ClusterInfo(tuple(v["hosts"]), v["gpus"], v.get("cards", 0)) for k, v in raw["clusters"].items()
+            },
             planted=tuple(Problem(**p) for p in raw["planted"]),
             incidents=tuple(Problem(**p) for p in raw["incidents"]),
             files=tuple(raw["files"]),

@@ -85,7 +85,7 @@ def make_plan(fleet: Fleet, start: date, days: int, seed: int) -> Plan:
     if days >= 7:
         for cluster in fleet.clusters:
             first = len(cluster.infer_hosts)
-            candidates = [h for h in range(first, len(cluster.hosts)) if (cluster.name, h) != outage[:2]]
+            candidates = [h for h in range(first, len(cluster.whole_hosts)) if (cluster.name, h) != outage[:2]]
             if not candidates:
                 continue
             busy_days = {breach_day, outage_day}

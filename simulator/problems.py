@@ -128,7 +128,7 @@ def _reserve_problem(fleet: Fleet, world: World, plan: Plan) -> Problem | None:
             "line": "inference_reserve",
             "min_gpus": normal,
             "gpus_held_by_inference": low,
-            "gpus_in_cluster": fleet.cluster("east").gpus,
+            "gpus_in_cluster": fleet.cluster("east").cards,
             "preempting_job": culprit.job_id,
             "preempted_jobs": preempted,
             "cause": "QOS high may preempt inference; nlp's release run was pinned to the serving hosts",

@@ -249,7 +249,7 @@ def _simulate(
         start=start.isoformat(),
         days=days,
         nodes=nodes,
-        clusters={c.name: ClusterInfo(c.hosts, c.gpus) for c in fleet.clusters},
+        clusters={c.name: ClusterInfo(c.hosts, c.gpus, c.cards) for c in fleet.clusters},
         planted=tuple(planted_problems(fleet, plan, world, idle)),
         incidents=tuple(incidents(fleet, plan, world)),
         files=tuple(sorted(files)),

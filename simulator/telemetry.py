@@ -20,7 +20,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from simulator.fleet import FB_TOTAL_MIB, GPUS_PER_NODE, Cluster
+from simulator.fleet import FB_TOTAL_MIB, GPUS_PER_NODE, MIG_SLICES, Cluster
 from simulator.inference import ReplicaSeries
 from simulator.jobs import Run
 from simulator.plan import DAY_S, NodeFailure, Plan
@@ -73,10 +73,12 @@ class DayValues:
     energy: np.ndarray  # mJ, float64
     xid: np.ndarray
     offsets_ms: np.ndarray  # per host: scrape offset inside the minute
+    fb_total: np.ndarray | None = None  # per GPU slot: its framebuffer (a MIG instance's own); None: H100s
 
     @property
     def fb_free(self) -> np.ndarray:
-        return np.asarray(FB_TOTAL_MIB - self.fb_used)
+        total = FB_TOTAL_MIB if self.fb_total is None else self.fb_total[:, None]
+        return np.asarray(total - self.fb_used)
 
 
 def host_offset_ms(host: str) -> int:
@@ -104,6 +106,24 @@ def _pattern(profile: Profile, minutes: int, rng: np.random.Generator) -> np.nda
     return phase
 
 
+def _mig_cards(cluster: Cluster) -> list[tuple[np.ndarray, np.ndarray]]:
+    """Per MIG card of the cluster: its instances' slots and their shares of the card."""
+    cards: dict[tuple[int, int], list[int]] = {}
+    for slot in range(cluster.gpus):
+        mig = cluster.mig_slot(slot)
+        if mig is not None:
+            cards.setdefault((slot // GPUS_PER_NODE, mig.card), []).append(slot)
+    return [
+        (np.array(slots), np.array([_slices(cluster, s) / MIG_SLICES for s in slots]))
+        for slots in cards.values()
+    ]
+
+
+def _slices(cluster: Cluster, slot: int) -> int:
+    mig = cluster.mig_slot(slot)
+    return int(mig.profile.split("g.", 1)[0]) if mig else MIG_SLICES
+
+
 class TelemetryModel:
     """Generates the DCGM values of each cluster-day; keeps the energy counters across days."""
 
@@ -118,7 +138,11 @@ class TelemetryModel:
         self.offsets = np.array([host_offset_ms(h) for h in cluster.hosts], dtype=np.int64)
         n = cluster.gpus
         boot = np.random.default_rng([plan.seed, cluster_index, 0xE7]).uniform(10, 60, n)
+        self.cards = _mig_cards(cluster)
+        for slots, _ in self.cards:
+            boot[slots] = boot[slots[0]]  # a MIG card's instances share its counter
         self.energy = boot * DAY_S * 250.0 * 1000.0  # mJ since boot at the start of the range
+        self.fb_total = np.array([m.fb_mib if (m := cluster.mig_slot(s)) else FB_TOTAL_MIB for s in range(n)])
         self.failures: list[NodeFailure] = [f for f in plan.failures if f.cluster == cluster.name]
 
     def _sample_times(self, day_start: int) -> np.ndarray:
@@ -157,9 +181,15 @@ class TelemetryModel:
         util = np.where(busy, np.clip(out["util_hi"] - np.abs(noise[1]), 1, 100), 0.0)
         util = np.where(dip, 25 + 65 * spread[1], util).round()
         busy = busy | dip
-        fb_used = np.where(held, np.clip(out["fb"] * (1 + 0.004 * noise[2]), 0, FB_TOTAL_MIB - 1), 0.0).round()
+        fb_cap = (self.fb_total - 1)[:, None] if self.cards else FB_TOTAL_MIB - 1
+        fb_used = np.where(held, np.clip(out["fb"] * (1 + 0.004 * noise[2]), 0, fb_cap), 0.0).round()
         idle_w = np.where(held, 78.0, 62.0) + 1.5 * noise[3]
         power = np.where(busy, np.minimum(700.0, 90 + 780 * gr + 12 * noise[3]), idle_w)
+        for slots, shares in self.cards:
+            # One card's power, repeated on each of its instances as dcgm-exporter does: the instances'
+            # draw weighted by their slices, the unsplit slices at idle.
+            card = (shares[:, None] * power[slots]).sum(axis=0) + (1.0 - shares.sum()) * 62.0
+            power[slots] = card
         kernel = np.array([0.2, 0.3, 0.5])
         smooth = np.apply_along_axis(lambda p: np.convolve(np.r_[p[:2], p], kernel[::-1], "valid"), 1, power)
         temp = (27 + 0.062 * smooth + 0.6 * rng.standard_normal((n, MINUTES))).round()
@@ -180,6 +210,7 @@ class TelemetryModel:
             energy=energy.round(0),
             xid=xid,
             offsets_ms=self.offsets,
+            fb_total=self.fb_total if self.cards else None,
         )
 
     def _fill(self, r: Run, end: int, t_ms: np.ndarray, out: dict[str, np.ndarray]) -> None:

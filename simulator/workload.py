@@ -261,7 +261,7 @@ def stream_jobs(cluster: Cluster, plan: Plan, streams: tuple[Stream, ...], free_
             if not mix:
                 continue
             gpus = mix[_pick(rng, mix)][0]
-            if gpus > cluster.gpus:
+            if gpus > cluster.whole_gpus:
                 continue
             work = int(stream.median_min * 60 * math.exp(stream.sigma * rng.standard_normal())) + 5
             limit_s = user_limit(rng, work, part_max)
@@ -299,7 +299,7 @@ def scale_out_sizes(cluster: Cluster, account: str, min_nodes: int) -> tuple[tup
     would pend on AssocGrpGRES for ever), n nodes with weight 1/n: the traces' job counts fall off
     with the GPU count, yet their largest jobs take 42-98% of a cluster (Acme 1,024 GPUs of 2,288
     and 2,416, Helios 2,048 in clusters of 2,080-2,119 [A])."""
-    most = min(MAX_JOB_NODES, len(cluster.hosts), cluster.account_limit(account) // GPUS_PER_NODE)
+    most = min(MAX_JOB_NODES, len(cluster.whole_hosts), cluster.account_limit(account) // GPUS_PER_NODE)
     return tuple((n * GPUS_PER_NODE, 1 / n) for n in range(min_nodes, most + 1))
 
 
@@ -307,10 +307,10 @@ def chain_sizes(cluster: Cluster, share: float, smallest: int) -> list[int]:
     """GPUs of each chain on `cluster`: whole nodes (2-16, at most a quarter of the cluster, at least
     two nodes where half the share allows) filling `share` of its GPUs; one `smallest` chain where
     the share holds less than a node, none where it holds less than that."""
-    budget = int(share * cluster.gpus)
+    budget = int(share * cluster.whole_gpus)
     if budget < GPUS_PER_NODE:
         return [smallest] if budget >= smallest else []
-    cap = max(2 * GPUS_PER_NODE, cluster.gpus // 4)
+    cap = max(2 * GPUS_PER_NODE, cluster.whole_gpus // 4)
     sizes = []
     while budget >= GPUS_PER_NODE:
         size = next((s for s in CHAIN_SIZES if s <= min(budget, cap)), GPUS_PER_NODE)
@@ -442,7 +442,7 @@ def cluster_jobs(
 ) -> tuple[list[JobSpec], tuple[Filler, ...]]:
     """Everything submitted on `cluster` in submission order (ties keep this order), and the fillers."""
     east = cluster.name == "east"
-    free = cluster.gpus - sum(r.gpus for r in replicas)
+    free = cluster.whole_gpus - sum(r.gpus for r in replicas)
     chained = chain_jobs(cluster, plan, EAST_CHAINS if east else WEST_CHAINS)
     chain_gpus = sum(s.gpus for s in chained)
     specs = inference_jobs(replicas, plan) + chained
@@ -464,4 +464,4 @@ def batch_cap(cluster: Cluster, replicas: tuple[Replica, ...]) -> int | None:
     the notebook headroom. None elsewhere: notebooks there preempt scavenger work instead."""
     if not replicas:
         return None
-    return cluster.gpus - sum(r.gpus for r in replicas) - round(INTERACTIVE_HEADROOM * cluster.gpus)
+    return cluster.whole_gpus - sum(r.gpus for r in replicas) - round(INTERACTIVE_HEADROOM * cluster.whole_gpus)

@@ -138,11 +138,13 @@ class DcgmLabels:
 def dcgm_labels(cluster: Cluster) -> DcgmLabels:
     head, tail = [], []
     for slot in range(cluster.gpus):
-        host = cluster.hosts[slot // GPUS_PER_NODE]
-        i = slot % GPUS_PER_NODE
+        g = cluster.gpu(slot)
+        host, i = g.host, g.index
+        # A MIG instance's series: its card's labels, then GPU_I_PROFILE and GPU_I_ID (render_metrics.go order).
+        mig = f',GPU_I_PROFILE="{g.mig.profile}",GPU_I_ID="{g.mig.gi}"' if g.mig else ""
         head.append(
             f'gpu="{i}",UUID="{gpu_uuid(host, i)}",pci_bus_id="{pci_bus_id(i)}",device="nvidia{i}",'
-            f'modelName="{MODEL_NAME}",Hostname="{host}",DCGM_FI_DRIVER_VERSION="{DRIVER_VERSION}"'
+            f'modelName="{MODEL_NAME}"{mig},Hostname="{host}",DCGM_FI_DRIVER_VERSION="{DRIVER_VERSION}"'
         )
         tail.append(f'instance="{host}:{EXPORTER_PORT}",job="dcgm-exporter",cluster="{cluster.name}"')
     return DcgmLabels(tuple(head), tuple(tail))

@@ -11,7 +11,7 @@ as json-c does. 22.05's JSON reported exit code 0 for every job, which is why th
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Sequence
 from datetime import UTC, date, datetime
 from typing import Any
 
@@ -66,18 +66,33 @@ def _tres(kind: str, name: str, tres_id: int, count: int | None) -> dict[str, An
     return {"type": kind, "name": name, "id": tres_id, "count": count}
 
 
-def _gres(gpus: int, typed: bool) -> list[dict[str, Any]]:
+# TRES ids the database gives each MIG gres type as it first sees it (after gres/gpu and gres/gpu:h100).
+_MIG_TRES_IDS = {"1g.10gb": 1003, "2g.20gb": 1004, "3g.40gb": 1005, "4g.40gb": 1006}
+
+
+def _gres(gpus: int, typed: bool, mig: Sequence[str] = ()) -> list[dict[str, Any]]:
+    """gres/gpu and its typed counts; `mig`: the profiles of the MIG instances among the GPUs, which
+    Slurm (AutoDetect=nvml) types by profile."""
     out = [_tres("gres", "gpu", 1001, gpus)]
-    if typed:
-        out.append(_tres("gres", "gpu:h100", 1002, gpus))
+    whole = gpus - len(mig)
+    if typed and whole:
+        out.append(_tres("gres", "gpu:h100", 1002, whole))
+    for profile in sorted(set(mig)):
+        out.append(_tres("gres", f"gpu:{profile}", _MIG_TRES_IDS[profile], mig.count(profile)))
     return out
+
+
+def _mig_profiles(run: Run, cluster: Cluster) -> list[str]:
+    return [m.profile for s in run.slots if (m := cluster.mig_slot(s)) is not None]
 
 
 def _zero_time() -> dict[str, int]:
     return {"seconds": 0, "microseconds": 0}
 
 
-def _step(run: Run, nodes: list[str], end_s: int, state: str, code: tuple[int, int]) -> dict[str, Any]:
+def _step(  # noqa: PLR0917 - one record's parts, in the order the record holds them
+    run: Run, nodes: list[str], end_s: int, state: str, code: tuple[int, int], mig: Sequence[str]
+) -> dict[str, Any]:
     assert run.start_s is not None
     interactive = run.spec.partition == "interactive"
     cpu_s = max(0, end_s - run.start_s) * run.spec.gpus
@@ -112,7 +127,7 @@ def _step(run: Run, nodes: list[str], end_s: int, state: str, code: tuple[int, i
                 _tres("cpu", "", 1, run.spec.gpus * CPUS_PER_GPU),
                 _tres("mem", "", 2, run.spec.gpus * MEM_MB_PER_GPU),
                 _tres("node", "", 4, len(nodes)),
-                *_gres(run.spec.gpus, True),
+                *_gres(run.spec.gpus, True, mig),
             ],
         },
     }
@@ -154,7 +169,7 @@ def sacct_record(run: Run, cluster: Cluster, as_of_s: int) -> dict[str, Any]:
             _tres("energy", "", 3, -2),
             _tres("node", "", 4, len(nodes)),
             _tres("billing", "", 5, spec.gpus * CPUS_PER_GPU),
-            *_gres(spec.gpus, True),
+            *_gres(spec.gpus, True, _mig_profiles(run, cluster)),
         ]
     job_code, step_code = record_exit(run)
     task = spec.array[1] if spec.array is not None else None
@@ -216,7 +231,7 @@ def sacct_record(run: Run, cluster: Cluster, as_of_s: int) -> dict[str, Any]:
         "reservation": {"id": 0, "name": ""},
         "script": "",
         "state": {"current": [state], "reason": run.reason},
-        "steps": [_step(run, nodes, end, state, step_code)] if started else [],
+        "steps": [_step(run, nodes, end, state, step_code, _mig_profiles(run, cluster))] if started else [],
         "submit_line": "",
         "tres": {"allocated": allocated, "requested": requested},
         "used_gres": "",

@@ -20,7 +20,7 @@ through the product's `sacct -P` and `squeue --json` file readers as well as its
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Sequence
 from datetime import UTC, datetime
 from typing import Any
 
@@ -65,9 +65,11 @@ def _uid(user: str) -> int:
     return 10_000 + sum(ord(c) for c in user) % 5000
 
 
-def _tres(gpus: int, nodes: int) -> str:
+def _tres(gpus: int, nodes: int, mig: Sequence[str] = ()) -> str:
+    """AllocTRES as `sacct -P` prints it; MIG instances add their typed gres (`gres/gpu:1g.10gb=1`)."""
     cpus = gpus * CPUS_PER_GPU
-    return f"cpu={cpus},mem={gpus * MEM_MB_PER_GPU // 1024}G,node={nodes},billing={cpus},gres/gpu={gpus}"
+    typed = "".join(f",gres/gpu:{p}={mig.count(p)}" for p in sorted(set(mig)))
+    return f"cpu={cpus},mem={gpus * MEM_MB_PER_GPU // 1024}G,node={nodes},billing={cpus},gres/gpu={gpus}{typed}"
 
 
 def squeue_job(run: Run, reason: str, priority: int, cluster: Cluster) -> dict[str, Any]:
@@ -153,7 +155,7 @@ def sacct_line(run: Run, cluster: Cluster) -> str:
         _when(run.submit_s),
         _when(run.start_s),
         _when(run.end_s),
-        _tres(spec.gpus, len(nodes)) if started else "",
+        _tres(spec.gpus, len(nodes), [m.profile for s in run.slots if (m := cluster.mig_slot(s))]) if started else "",
         hostlist(nodes) if nodes else "None assigned",
     )
     return "|".join(fields) + "\n"

@@ -15,6 +15,7 @@ from typing import Any
 import polars as pl
 
 from gpusteward.attribution import classify_jobs
+from gpusteward.capacity import with_shared_gpus
 from gpusteward.config.schema import Config
 from gpusteward.domain import Scenario
 from gpusteward.durations import format_duration
@@ -203,7 +204,7 @@ def results_frame(rows: Iterable[dict[str, Any]]) -> pl.DataFrame:
 def classified_jobs(inputs: EvaluationInputs, config: Config) -> pl.DataFrame:
     """The month's job records with `scenario` and `team`; tolerant of frames missing optional columns."""
     jobs = conform(inputs.jobs, JOBS)
-    return classify_jobs(config, jobs)
+    return with_shared_gpus(classify_jobs(config, jobs), config.capacity.shared)
 
 
 def with_overlap(jobs: pl.DataFrame, window: Window) -> pl.DataFrame:

@@ -6,7 +6,8 @@ card, 1/7 for a 1g MIG slice, a configured fraction of a time-sliced GPU). In ea
 
 - capacity = every inventory GPU's share x the hours from its first sighting (or the window's start) to
   the window's end, at its price (sla/showback_prices.py): the same GPUs and hours sla/idle.py expects;
-- allocated = each job record's equivalents x the hours it held them inside the window, at the mean
+- allocated = each job record's equivalents (a job on a time-sliced node of `[capacity.shared]`: its GPUs
+  over the replicas, as sla/common.py classifies jobs) x the hours it held them inside the window, at the mean
   price of the GPUs its telemetry shows it on (a record without telemetry: the cluster's mean price);
 - unallocated = capacity - allocated, so allocated + unallocated is the capacity's cost exactly; it is
   negative only where the records claim more than the inventory offers, and is then shown as it is;
@@ -30,7 +31,7 @@ from typing import Any
 import polars as pl
 
 from gpusteward.attribution import classify_jobs
-from gpusteward.capacity import held_gpus
+from gpusteward.capacity import held_gpus, with_shared_gpus
 from gpusteward.config.schema import Config
 from gpusteward.tables import JOBS, conform, schema
 from sla.common import Window
@@ -137,7 +138,7 @@ def _idle_shares(idle: pl.DataFrame) -> dict[tuple[str, str], tuple[int, int, in
 
 def _records(inputs: ShowbackInputs, config: Config) -> pl.DataFrame:
     w = inputs.window
-    jobs = classify_jobs(config, conform(inputs.jobs, JOBS)).with_columns(
+    jobs = with_shared_gpus(classify_jobs(config, conform(inputs.jobs, JOBS)), config.capacity.shared).with_columns(
         held_gpus().alias("_eq"),
         pl.max_horizontal(pl.col("start_time"), pl.lit(w.start)).alias("_from"),
         pl.min_horizontal(pl.col("end_time").fill_null(pl.lit(w.end)), pl.lit(w.end)).alias("_to"),

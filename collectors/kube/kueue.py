@@ -17,6 +17,7 @@ import polars as pl
 
 from collectors.batch import CollectedBatch
 from collectors.kube.api import KubeApi, escape, quantity
+from collectors.kube.fractions import gpu_equivalents
 from collectors.slurm.writes import QuotaChange, QuotaConflictError, QuotaTarget, checked_dry_write, guarded_write
 from gpusteward import tables
 from gpusteward.errors import InputError, PermanentError
@@ -59,6 +60,7 @@ WORKLOADS = tables.schema(
         "cluster_queue": pl.Utf8,
         "priority": pl.Int64,
         "gpus": pl.Int64,
+        "gpu_equivalents": pl.Float64,  # whole-GPU equivalents of fractional requests (MIG, core shares); else null
         "created": tables.TS,
         "admitted_at": tables.TS,
         "admission_wait_s": pl.Float64,
@@ -155,10 +157,15 @@ def workload_rows(
         wait = (admitted_at - created).total_seconds() if admitted_at and created else None
         state, latest = _status(cond)
         gpus = 0
+        equivalents: float | None = None
         for ps in spec.get("podSets") or []:
             for c in ((ps.get("template") or {}).get("spec") or {}).get("containers") or []:
-                n = quantity(((c.get("resources") or {}).get("requests") or {}).get(gpu), source=source) or 0
+                requests = (c.get("resources") or {}).get("requests") or {}
+                n = quantity(requests.get(gpu), source=source) or 0
                 gpus += n * int(ps.get("count") or 1)
+                part = gpu_equivalents(requests, gpu, source=source)
+                if part is not None:
+                    equivalents = (equivalents or 0.0) + part * int(ps.get("count") or 1)
         ns = meta.get("namespace")
         rows.append(
             (
@@ -169,6 +176,7 @@ def workload_rows(
                 (status.get("admission") or {}).get("clusterQueue"),
                 spec.get("priority"),
                 gpus,
+                equivalents,
                 created,
                 admitted_at,
                 wait,

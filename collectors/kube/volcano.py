@@ -16,6 +16,7 @@ import polars as pl
 
 from collectors.batch import CollectedBatch
 from collectors.kube.api import KubeApi, escape, quantity
+from collectors.kube.fractions import gpu_equivalents
 from collectors.kube.kueue import GPU, _conditions, _frame, _name, _time
 from collectors.slurm.writes import QuotaChange, QuotaTarget, checked_dry_write, guarded_write
 from gpusteward import tables
@@ -49,6 +50,7 @@ PODGROUPS = tables.schema(
         "phase": pl.Utf8,
         "min_member": pl.Int32,
         "gpus": pl.Int64,
+        "gpu_equivalents": pl.Float64,  # whole-GPU equivalents of fractional minResources (MIG, vGPU cores); else null
         "created": tables.TS,
         "scheduled_at": tables.TS,
         "wait_s": pl.Float64,
@@ -113,6 +115,7 @@ def podgroup_rows(
                 status.get("phase"),
                 spec.get("minMember"),
                 quantity((spec.get("minResources") or {}).get(gpu), source=source),
+                gpu_equivalents(spec.get("minResources") or {}, gpu, source=source),
                 created,
                 at,
                 (at - created).total_seconds() if at and created else None,

@@ -11,6 +11,7 @@ from datetime import timedelta
 from typing import Literal
 
 from gpusteward.config.alerting import AlertEngineConfig, OutboxConfig, SilenceConfig
+from gpusteward.config.capacity import CapacityConfig
 from gpusteward.config.fields import opt, req
 from gpusteward.config.inference import InferenceConfig
 from gpusteward.config.kubernetes import KubernetesConfig
@@ -196,6 +197,7 @@ class Config:
         ReclaimConfig(), "idle GPUs reclaimed by policy: warn the owner, then act (docs/reclaim.md)"
     )
     dashboard: DashboardConfig = opt(DashboardConfig(), "the dashboard the review and the alerts link to")
+    capacity: CapacityConfig = opt(CapacityConfig(), "how GPUs count: shared (time-sliced) GPUs by their fraction")
     kubernetes: KubernetesConfig = opt(
         KubernetesConfig(), "the Kubernetes API server of Kueue and Volcano, and the credentials to reach it"
     )

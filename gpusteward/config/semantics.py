@@ -45,6 +45,16 @@ def _clusters(config: Config) -> list[str]:
     return problems
 
 
+def _shared_gpus(config: Config) -> list[str]:
+    problems = []
+    for i, s in enumerate(config.capacity.shared):
+        if s.replicas < 2:
+            problems.append(f"capacity.shared[{i}].replicas: {s.replicas}; a shared GPU has 2 or more replicas")
+        if not s.hosts.strip():
+            problems.append(f"capacity.shared[{i}].hosts: empty; name the shared nodes (a glob such as nb-*)")
+    return problems
+
+
 def _teams_and_rules(config: Config) -> list[str]:
     problems = []
     for name, team in config.teams.items():
@@ -331,6 +341,7 @@ CHECKS: tuple[Callable[[Config], list[str]], ...] = (
     _proxy_identity,
     check_reclaim,
     _dashboard,
+    _shared_gpus,
     _live_sources,
     check_showback,
 )

@@ -5,6 +5,7 @@ from __future__ import annotations
 import calendar
 import gzip
 import json
+import re
 from datetime import date
 from pathlib import Path
 from typing import Any
@@ -28,6 +29,13 @@ def epoch(day: date) -> int:
 
 def gpus_of(job: dict[str, Any]) -> int:
     return sum(t["count"] for t in job["tres"]["allocated"] if t["type"] == "gres" and t["name"] == "gpu")
+
+
+def gpu_equivalents_of(job: dict[str, Any]) -> float:
+    """gres/gpu in whole GPUs: a typed MIG gres (`gpu:3g.40gb`) counts its slices of a 7-slice H100."""
+    gres = [t for t in job["tres"]["allocated"] if t["type"] == "gres"]
+    mig = [(int(t["name"][4:].split("g.")[0]), t["count"]) for t in gres if re.fullmatch(r"gpu:\dg\.\d+gb", t["name"])]
+    return float(gpus_of(job) - sum(n for _, n in mig) + sum(s * n / 7 for s, n in mig))
 
 
 def sample_time(line: str) -> float:

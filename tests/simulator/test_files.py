@@ -22,7 +22,8 @@ from tests.simulator.helpers import epoch, expand_hostlist, gpus_of, sacct_jobs
 DATA = Path(__file__).resolve().parents[1] / "data" / "scheduler"
 FIXTURE = DATA / "sacct_slurm_23_11_5.json"
 STEP_FIXTURE = DATA / "slurm" / "23.11-v0.0.40" / "slurmdb-job-timeout.json"
-HOSTLIST = re.compile(r"^[a-z]+-gpu-(\d+|\[\d+(-\d+)?(,\d+(-\d+)?)*\])$")
+_HOSTS = r"[a-z]+-(gpu|mig)-(\d+|\[\d+(-\d+)?(,\d+(-\d+)?)*\])"  # MIG nodes are <cluster>-mig-NN
+HOSTLIST = re.compile(rf"^{_HOSTS}(,{_HOSTS})*$")
 
 
 def _digests(out: Path) -> dict[str, str]:
@@ -84,8 +85,9 @@ def test_manifest_round_trips_and_describes_the_fleet(short_run: tuple[Path, Man
     assert manifest.seed == 11
     assert manifest.start == "2026-10-01"
     assert manifest.days == 3
-    assert manifest.clusters["east"].hosts == ("east-gpu-01", "east-gpu-02", "east-gpu-03")
-    assert manifest.clusters["west"].gpus == 24
+    assert manifest.clusters["east"].hosts == ("east-gpu-01", "east-gpu-02", "east-gpu-03", "east-mig-01")
+    assert (manifest.clusters["east"].gpus, manifest.clusters["east"].cards) == (32, 27)  # 8 MIG slots on 3 cards
+    assert (manifest.clusters["west"].gpus, manifest.clusters["west"].cards) == (24, 24)
     kinds = {p.kind: p for p in manifest.planted}
     assert kinds["reserve_breach"].subject == "east"
     assert kinds["reserve_breach"].start == "2026-10-02T09:00:00Z"
@@ -131,7 +133,9 @@ def test_sacct_json_has_the_23_11_shape(short_run: tuple[Path, Manifest]) -> Non
             assert set(tres) == {"type", "name", "id", "count"}
         if job["time"]["start"]:
             assert HOSTLIST.match(job["nodes"]), job["nodes"]
-            assert {"gpu", "gpu:h100"} <= {t["name"] for t in job["tres"]["allocated"] if t["type"] == "gres"}
+            gres = {t["name"] for t in job["tres"]["allocated"] if t["type"] == "gres"}
+            assert "gpu" in gres
+            assert "gpu:h100" in gres or any(re.fullmatch(r"gpu:\dg\.\d+gb", g) for g in gres), gres  # MIG types
             assert gpus_of(job) >= 1
             assert list(job["steps"][0]) == list(step_fixture)
         if job["state"]["current"] == ["RUNNING"]:

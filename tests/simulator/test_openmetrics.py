@@ -72,9 +72,10 @@ def test_one_sample_per_gpu_per_minute(short_run: tuple[Path, Manifest]) -> None
     util = [line for line in lines if line.startswith("DCGM_FI_DEV_GPU_UTIL{")]
     assert len(util) == manifest.clusters["east"].gpus * 1440
     day = epoch(date(2026, 10, 2))
-    per_gpu: dict[tuple[str | None, str | None], list[float]] = {}
-    for line in util:
-        per_gpu.setdefault((label(line, "Hostname"), label(line, "gpu")), []).append(sample_time(line))
+    per_gpu: dict[tuple[str | None, str | None, str | None], list[float]] = {}
+    for line in util:  # a MIG instance is a series of its own: its card's gpu label and its GPU_I_ID
+        key = (label(line, "Hostname"), label(line, "gpu"), label(line, "GPU_I_ID"))
+        per_gpu.setdefault(key, []).append(sample_time(line))
     for times in per_gpu.values():
         minutes = sorted(int(t - day) // 60 for t in times)
         assert minutes == list(range(1440))

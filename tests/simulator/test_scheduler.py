@@ -101,14 +101,20 @@ def test_a_requeued_job_has_a_preempted_record_then_a_new_one(short_run: tuple[P
             assert nxt["time"]["submission"] > prev["time"]["submission"]
 
 
-def test_the_default_fleet_is_two_clusters_of_four_h100_nodes() -> None:
+def test_the_default_fleet_is_two_clusters_of_four_h100_nodes_and_a_mig_node() -> None:
     fleet = build_fleet(8)
     east, west = fleet.clusters
     assert (east.name, west.name) == ("east", "west")
-    assert east.hosts == ("east-gpu-01", "east-gpu-02", "east-gpu-03", "east-gpu-04")
+    assert east.hosts == ("east-gpu-01", "east-gpu-02", "east-gpu-03", "east-gpu-04", "east-mig-01")
     assert east.infer_hosts == ("east-gpu-01", "east-gpu-02")
     assert west.infer_hosts == ()
-    assert fleet.gpus == 64
+    assert (east.mig_hosts, west.mig_hosts) == (("east-mig-01",), ())
+    assert fleet.gpus == 72  # schedulable: 64 whole GPUs and the MIG node's 8 instances
+    assert (east.whole_gpus, east.cards) == (32, 35)
+    mig = east.gpu(32 + 1)  # the MIG node's second slot: card 0's 2g.20gb instance
+    assert (mig.host, mig.device, mig.mig.profile if mig.mig else None) == ("east-mig-01", "nvidia0", "2g.20gb")
+    assert east.partition_hosts("train") == (0, 1, 2, 3)
+    assert east.partition_hosts("interactive") == (0, 1, 2, 3, 4)
     assert east.gpu(9).host == "east-gpu-02"
     assert east.gpu(9).device == "nvidia1"
     assert east.gpu(9).uuid.startswith("GPU-")
@@ -116,7 +122,8 @@ def test_the_default_fleet_is_two_clusters_of_four_h100_nodes() -> None:
 
 def test_larger_fleets_pad_host_numbers_and_scale_the_infer_partition() -> None:
     east, west = build_fleet(201).clusters
-    assert len(east.hosts) == 101
+    assert len(east.whole_hosts) == 101
+    assert len(east.mig_hosts) == 4  # one, and one per 64 nodes
     assert len(west.hosts) == 100
     assert east.hosts[0] == "east-gpu-001"
     assert len(east.infer_hosts) == 50

@@ -37,8 +37,9 @@ def gpu(cluster: str, host: str, index: int, *, share: float = 1.0, profile: str
 
 
 def job(job_id: int, account: str, start: datetime, hours: float, gpus: int, *, cluster: str = "west",
-        partition: str = "train", equivalents: float | None = None) -> dict[str, Any]:
+        partition: str = "train", equivalents: float | None = None, nodes: str | None = None) -> dict[str, Any]:
     return {"cluster": cluster, "job_id": job_id, "submit_time": start - timedelta(minutes=5), "account": account,
+            "nodes": nodes,
             "partition": partition, "start_time": start, "end_time": start + timedelta(hours=hours),
             "gpus_allocated": gpus, "gpu_equivalents": equivalents, "state": "COMPLETED"}
 

@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
 from datetime import timedelta
 from decimal import Decimal
 from typing import Any
 
 import polars as pl
 
+from gpusteward.config.capacity import CapacityConfig, SharedGpus
 from gpusteward.config.showback import PriceRule, PriceWindow
 from sla.showback import showback
 from tests.sla.showback_builders import START, config, gpu, inputs, job, priced
@@ -36,6 +38,16 @@ def test_allocation_reads_gpu_equivalents_before_whole_gpus() -> None:
     assert nlp["gpu_cost"] == Decimal("10.00")
     free = _row(out, kind="unallocated")
     assert abs(float(free["gpu_hours"]) - (8 - 8 / 7 - 4)) < 1e-9  # type: ignore[arg-type]
+
+
+def test_a_job_on_a_time_sliced_gpu_holds_its_share_of_the_card() -> None:
+    base = config()
+    shared = replace(base, capacity=CapacityConfig(shared=[SharedGpus(hosts="nb-*", replicas=4)]))
+    jobs = [job(i, "cv", START, 10, 1, partition="nb", nodes="nb-01") for i in range(1, 5)]
+    out = showback(inputs([gpu("west", "nb-01", 0)], jobs, hours=10), priced(shared, gpu_hour="2.00"))
+    notebooks = _row(out, team="vision")
+    assert (notebooks["gpu_hours"], notebooks["gpu_cost"]) == (10.0, Decimal("20.00"))  # four notebooks, one card
+    assert _row(out, kind="unallocated")["gpu_cost"] == Decimal("0.00")
 
 
 def test_a_slice_price_is_per_slice_hour_and_an_unlisted_slice_pays_the_card_price_by_share() -> None:

@@ -62,3 +62,19 @@ def test_a_split_cards_energy_counts_once_and_its_instances_share_it_by_slices(w
     assert energy["energy_attributed_mj"].sum() == pytest.approx(2 * CARD_MINUTE_MJ)
     by_gpu = dict(energy.group_by("gpu").agg(pl.col("energy_attributed_mj").sum()).rows())
     assert by_gpu[1001] == pytest.approx(2 * CARD_MINUTE_MJ * 3 / 7)
+
+
+def test_a_time_sliced_gpu_is_one_whole_card_with_one_row_per_minute(tmp_path: Path) -> None:
+    """Two pods share an A10G: dcgm-exporter writes a series per pod, both about the one card. It
+    stays one GPU of capacity (share 1); the pods' fractions come from `[[capacity.shared]]`."""
+    path = DATA / "dcgm-a10g-time-sliced.prom"
+    batch = read_file(path, now=NOW)
+    assert not batch.problems
+    with open_warehouse(tmp_path / "w.duckdb") as w:
+        w.ingest(str(path), batch.frames, [])
+        assert w.query("SELECT gpu, card_gpu, mig_profile, share FROM gpus").rows() == [(0, 0, None, 1.0)]
+        minutes = w.query("SELECT m.job_id, m.power_w FROM gpu_minutes m ORDER BY m.ts").rows()
+        assert len(minutes) == 3
+        assert {job for job, _ in minutes} <= {"team-nlp/nb-alice-0", "team-vision/nb-bob-0"}
+        cards = card_hours(w, START, END).select("instances", "card_hours", "power_mean_w").rows()
+        assert cards == [(1, pytest.approx(3 / 60), pytest.approx(61.25, abs=0.05))]
