@@ -8,7 +8,7 @@ import multiprocessing
 import sys
 from concurrent.futures import ProcessPoolExecutor
 
-from bench.harness import machine, names, run_timed
+from bench.harness import BY_NAME_ONLY, machine, names, run_timed
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -22,7 +22,7 @@ def main(argv: list[str] | None = None) -> int:
              "figures measured so share the machine, so compare only runs made alike)",
     )
     args = parser.parse_args(argv)
-    chosen = names() if args.name == "all" else (args.name,)
+    chosen = tuple(n for n in names() if n not in BY_NAME_ONLY) if args.name == "all" else (args.name,)
     results = {}
     if args.jobs > 1 and len(chosen) > 1:
         with ProcessPoolExecutor(args.jobs, mp_context=multiprocessing.get_context("spawn")) as pool:

@@ -20,9 +20,9 @@ page's median over the baseline's.
 Months:
 - `demo`: the demo fleet (8 nodes, 64 GPUs, seed 7) simulated for October 2026's 31 days, imported,
   evaluated and published (a few minutes);
-- `gpus1000`: bench/_synthetic_month.py's 1,000 GPUs x 31 days (44.6M GPU-minutes; GPU telemetry
-  only, no job records, so job and queue tables stay empty), evaluated and published. Its warehouse
-  is copied from $GPUSTEWARD_BENCH_DASHBOARD_MONTH when set (a kept `month-1000x31.duckdb` of
+- `gpus1000`: bench/_synthetic_month.py's 1,000 GPUs x 31 days (44.6M GPU-minutes) and the 250 job
+  records their job labels name (no inference windows), evaluated and published. Its GPU-minutes are
+  copied from $GPUSTEWARD_BENCH_DASHBOARD_MONTH when set (a kept `month-1000x31.duckdb` of
   `bench service`; the file itself is never opened for writing), else written here (minutes).
 $GPUSTEWARD_BENCH_DASHBOARD_KEEP=DIR keeps the published months there and reuses them next time.
 
@@ -48,7 +48,7 @@ from urllib.parse import urlencode
 
 import polars as pl
 
-from bench._synthetic_month import write_month
+from bench._synthetic_month import write_jobs, write_month
 from bench.harness import Timing
 
 KEEP = "GPUSTEWARD_BENCH_DASHBOARD_KEEP"
@@ -105,27 +105,52 @@ def _demo(scratch: Path, size: Size) -> Any:
 
 
 def _big(scratch: Path) -> Any:
-    """The 1,000-GPU month, evaluated and published (see the module's docstring)."""
+    """The 1,000-GPU month with its job records, evaluated and published (see the module's docstring). A month
+    kept before it had job records gets them and is evaluated again, its GPU-minutes kept."""
     from gpusteward.config import example_config_path, load_config
     from tests.browser.fleet import MONTH, end_of, evaluated, reopened
     from warehouse import open_warehouse
 
     kept = _kept("gpus1000")
-    if kept is not None and (kept / "readmodel").is_dir():
+    if kept is not None and (kept / "readmodel").is_dir() and _has_jobs(kept):
         return reopened(kept, end_of(DAYS))
     root = kept or scratch / "gpus1000"
-    shutil.rmtree(root, ignore_errors=True)
-    root.mkdir(parents=True)
-    shutil.copyfile(example_config_path(), root / "gpusteward.toml")
+    reuse = kept is not None and _warehouse_file(kept) is not None
+    if not reuse:
+        shutil.rmtree(root, ignore_errors=True)
+        root.mkdir(parents=True)
+        shutil.copyfile(example_config_path(), root / "gpusteward.toml")
     config = load_config(root / "gpusteward.toml")
     db = Path(config.resolve(config.warehouse.path))
     source = os.environ.get(MONTH_DB)
-    if source:
+    if source and not reuse:
         shutil.copyfile(source, db)
+    start = datetime(MONTH.year, MONTH.month, 1, tzinfo=UTC)
     with open_warehouse(db) as wh:
-        if not source:
-            write_month(wh, datetime(MONTH.year, MONTH.month, 1, tzinfo=UTC), DAYS, BIG_GPUS)
+        if not source and not reuse:
+            write_month(wh, start, DAYS, BIG_GPUS)
+        write_jobs(wh, start, DAYS, BIG_GPUS)  # the records the GPU-minutes' job labels name
         return evaluated(wh, root, config, end_of(DAYS))
+
+
+def _warehouse_file(root: Path) -> Path | None:
+    from gpusteward.config import load_config
+
+    if not (root / "gpusteward.toml").is_file():
+        return None
+    config = load_config(root / "gpusteward.toml")
+    db = Path(config.resolve(config.warehouse.path))
+    return db if db.is_file() else None
+
+
+def _has_jobs(root: Path) -> bool:
+    from warehouse import open_warehouse
+
+    db = _warehouse_file(root)
+    if db is None:
+        return False
+    with open_warehouse(db, read_only=True) as wh:
+        return wh.count("jobs") > 0
 
 
 @contextmanager
@@ -241,6 +266,7 @@ def run(quick: bool) -> dict[str, Any]:
                 out[name] = _measure(browser, published, baseline, size, GOALS_S[name])
     out["demo"]["month"] = f"{size.demo_days} days x {size.demo_nodes * 8} GPUs (simulated, seed 7)"
     if size.big_month:
-        out["gpus1000"]["month"] = f"{DAYS} days x {BIG_GPUS} GPUs (bench/_synthetic_month.py: GPU-minutes only)"
+        out["gpus1000"]["month"] = (f"{DAYS} days x {BIG_GPUS} GPUs (bench/_synthetic_month.py: GPU-minutes and the "
+                                    f"{BIG_GPUS // 4} job records their labels name)")
     out["load_average_after"] = [round(x, 2) for x in os.getloadavg()]
     return out

@@ -11,6 +11,9 @@ from dataclasses import dataclass
 from typing import Any, Protocol
 
 _NOT_BENCHMARKS = frozenset({"harness", "__main__"})
+BY_NAME_ONLY = frozenset({"image"})
+"""Benchmarks `all` leaves out: they need tools outside the Python environment and take minutes even
+small (`image`: buildah, podman, debootstrap; docs/deploy.md#container)."""
 
 
 def names() -> tuple[str, ...]:

@@ -197,8 +197,11 @@ def run_app(
     nav.run()
 
 
-@st.cache_resource(ttl=CACHE_TTL_S, show_spinner=False, max_entries=4)
+@st.cache_resource(show_spinner=False, max_entries=2)
 def _read_model(root: str, version: str | None) -> Reader:
+    """The published version, loaded once and shared by every session until a newer one is published. No
+    time limit: a version never changes once named, and reloading it (7-9 s of the first page open on the
+    demo month, docs/performance.md) made whichever reader came after the limit wait for it."""
     from warehouse.readmodel import load_read_model
 
     del version  # part of the cache key: a new version is loaded once, then shared by every session

@@ -20,6 +20,10 @@ from warehouse.gpu_buckets import coarsen
 
 NO_DATA_FILL = "#c9c9c9"
 HOUR = timedelta(hours=1)
+ROWS_PER_CHART = 250
+"""GPUs drawn at once; a bigger cluster is shown a block at a time. 1,000 GPUs in one chart (24,000 cells, 4 px
+a row) took 11-17 s to open in Chromium on the shared machine, most of it Vega drawing the cells
+(docs/performance.md)."""
 
 
 def day_bounds(day: date, tz: str) -> tuple[datetime, datetime]:
@@ -81,16 +85,21 @@ def cells(inventory: pl.DataFrame, buckets: pl.DataFrame, cluster: str, day: dat
 
 def chart(frame: pl.DataFrame, tx: Texts) -> alt.LayerChart:
     """Rect per cell: viridis for engine activity 0..100%, grey (dashed outline) for no data."""
-    rows = frame["row"].unique(maintain_order=True).to_list()
-    hours = frame.sort("order")["hour"].unique(maintain_order=True).to_list()
-    step = 14 if len(rows) <= 80 else 8 if len(rows) <= 250 else 4
+    rows = frame["row"].n_unique()
+    step = 14 if rows <= 80 else 8 if rows <= 250 else 4
     activity = tx("heatmap.activity")
     no_data = tx("heatmap.no_data")
-    # Only what is drawn or shown travels to the browser (24,000 cells for 1,000 GPUs).
-    data = frame.select("row", "hour", (pl.col("engine") * 100).alias("engine_pct"), "minutes",
+    # Only what is drawn or shown travels to the browser (24,000 cells for 1,000 GPUs). The axes' order is a
+    # field of each cell (its GPU's rank, its hour's), never a list of the values: Vega-Lite turns such a list
+    # into an `indexof([...], datum.row)` per cell, which Streamlit's CSP-safe expression interpreter
+    # evaluated in 7-13 s for 1,000 GPUs (docs/performance.md, "Dashboard: page loads").
+    row_order = pl.struct("host", "gpu").rank("dense").cast(pl.Int32).alias("row_order")
+    data = frame.select("row", row_order, "hour", "order", (pl.col("engine") * 100).alias("engine_pct"), "minutes",
                         pl.col("memory_gib").round(2), pl.col("power_w").round(1)).to_pandas()
-    x = alt.X("hour:O", sort=hours, title=tx("heatmap.hour", zone=tx.zone), axis=alt.Axis(labelAngle=0))
-    y = alt.Y("row:O", sort=rows, title=tx("heatmap.gpu"), axis=alt.Axis(labelLimit=220, labelOverlap=True))
+    x = alt.X("hour:O", sort=alt.EncodingSortField("order", op="min"), title=tx("heatmap.hour", zone=tx.zone),
+              axis=alt.Axis(labelAngle=0))
+    y = alt.Y("row:O", sort=alt.EncodingSortField("row_order", op="min"), title=tx("heatmap.gpu"),
+              axis=alt.Axis(labelLimit=220, labelOverlap=True))
     tooltip = [
         alt.Tooltip("row:O", title=tx("heatmap.gpu")),
         alt.Tooltip("hour:O", title=tx("heatmap.hour", zone=tx.zone)),
@@ -113,7 +122,23 @@ def chart(frame: pl.DataFrame, tx: Texts) -> alt.LayerChart:
         tooltip=[tooltip[0], tooltip[1], alt.Tooltip("state:N", title=activity)],
     )
     independent = alt.Resolve(scale=alt.ScaleResolveMap(color="independent"))  # two legends: scale and "No data"
-    return alt.LayerChart(layer=[measured, missing], height=max(step * len(rows), 120), resolve=independent)
+    return alt.LayerChart(layer=[measured, missing], height=max(step * rows, 120), resolve=independent)
+
+
+def _block() -> pl.Expr:
+    """Each cell's block of ROWS_PER_CHART GPUs, in host then GPU index order (0 first)."""
+    return (pl.struct("host", "gpu").rank("dense").cast(pl.Int64) - 1) // ROWS_PER_CHART
+
+
+def blocks(frame: pl.DataFrame) -> list[tuple[int, int]]:
+    """The (first, last) GPU, counted from 1, of each block the cells' GPUs make."""
+    total = frame.select(pl.struct("host", "gpu").n_unique()).item()
+    return [(start + 1, min(start + ROWS_PER_CHART, total)) for start in range(0, total, ROWS_PER_CHART)]
+
+
+def block_of(frame: pl.DataFrame, block: int) -> pl.DataFrame:
+    """The cells of the `block`-th block of GPUs (see `blocks`)."""
+    return frame.filter(_block() == block)
 
 
 def summary(frame: pl.DataFrame) -> tuple[float | None, int, int]:

@@ -9,6 +9,7 @@ from typing import Any
 import polars as pl
 import streamlit as st
 
+from dashboards.chart_data import chart_tables
 from dashboards.charts import queue_wait_chart, queue_wait_frame
 from dashboards.charts_allocation import allocation_chart, allocation_frames
 from dashboards.charts_daily import (
@@ -20,6 +21,7 @@ from dashboards.charts_daily import (
     preemption_frames,
 )
 from dashboards.charts_inference import inference_chart, inference_frame
+from dashboards.tables import show_table
 from dashboards.texts import Texts
 from dashboards.view import View
 
@@ -34,7 +36,17 @@ def chart_section(tx: Texts, keys: tuple[str, str, str], charts: Sequence[Any] |
         return
     st.caption(tx(help_, **caption))
     for chart in charts:
-        st.altair_chart(chart, width="stretch")
+        show_chart(chart, tx)
+
+
+def show_chart(chart: Any, tx: Texts) -> None:
+    """The chart, and folded under it the numbers it draws (dashboards/chart_data.py), to read or copy."""
+    st.altair_chart(chart, width="stretch")
+    tables = chart_tables(chart)
+    if tables:
+        with st.expander(tx("chart.data")):
+            for table in tables:
+                show_table(table, tx)
 
 
 def _keys(name: str) -> tuple[str, str, str]:

@@ -30,12 +30,12 @@ class Hosts:
         self.bucket[GPUS_PER_NODE] = list(range(n))
         # GPUs held by single-host runs per QOS: what preemption could free on the host.
         self.soft: list[dict[str, int]] = [{} for _ in range(n)]
-        self.version = 0  # bumped by every change, so a pass can reuse answers while it is unchanged
+        self.freed = 0  # bumped when GPUs come back (a run ends, a host comes up): failed fits may fit again
+        self.soft_started: dict[str, int] = {}  # single-host runs started per QOS: new preemption victims
         self._host_version = [0] * n
         self._reservations: dict[tuple[int, int], tuple[int, int, bool, int, int]] = {}
 
     def _moved(self, h: int, before: int) -> None:
-        self.version += 1
         self._host_version[h] += 1
         after = len(self.free[h])
         if h in self.down or before == after:
@@ -58,6 +58,7 @@ class Hosts:
         if len(run.hosts) == 1:
             soft = self.soft[run.hosts[0]]
             soft[run.spec.qos] = soft.get(run.spec.qos, 0) + run.spec.gpus
+            self.soft_started[run.spec.qos] = self.soft_started.get(run.spec.qos, 0) + 1
 
     def give_back(self, run: Run) -> None:
         for h in run.hosts:
@@ -69,20 +70,19 @@ class Hosts:
             self.free[slot // GPUS_PER_NODE].append(slot % GPUS_PER_NODE)
         for h, n in before.items():
             self._moved(h, n)
-        self.version += 1  # a run that held no GPU still leaves its hosts
+        self.freed += 1
 
     def set_down(self, h: int) -> None:
         if h not in self.down:
             old = self.bucket[len(self.free[h])]
             del old[bisect_left(old, h)]
             self.down.add(h)
-        self.version += 1
 
     def set_up(self, h: int) -> None:
         if h in self.down:
             self.down.discard(h)
             insort(self.bucket[len(self.free[h])], h)
-        self.version += 1
+        self.freed += 1
 
     def free_up(self) -> int:
         """Free GPUs on up hosts."""

@@ -42,7 +42,9 @@ class GpuSeries(Protocol):
     """Per-GPU buckets by UTC day, wherever they are held."""
 
     def fingerprints(self) -> Mapping[date, str]: ...
-    def day_frames(self, days: Sequence[date]) -> Iterator[tuple[date, pl.DataFrame]]: ...
+    def day_frames(self, days: Sequence[date], keep: pl.Expr | None = None) -> Iterator[tuple[date, pl.DataFrame]]:
+        """Each of `days`' buckets, only the rows `keep` is true for when given."""
+        ...
 
 
 def _days_between(lo: datetime, hi: datetime) -> list[date]:
@@ -50,13 +52,14 @@ def _days_between(lo: datetime, hi: datetime) -> list[date]:
     return [first + timedelta(days=i) for i in range((last - first).days + 1)] if hi > lo else []
 
 
-def select(frame: pl.DataFrame, lo: datetime, hi: datetime, cluster: str | None, job_id: str | None) -> pl.DataFrame:
+def wanted(lo: datetime, hi: datetime, cluster: str | None, job_id: str | None) -> pl.Expr:
+    """Buckets starting in [lo, hi), of `cluster` and `job_id` when given."""
     keep = pl.col("bucket").is_between(lo, hi, closed="left")
     if cluster is not None:
         keep &= pl.col("cluster") == cluster
     if job_id is not None:
         keep &= pl.col("job_id") == job_id
-    return frame.filter(keep)
+    return keep
 
 
 def between(
@@ -65,7 +68,7 @@ def between(
     """The buckets starting in [lo, hi) (naive UTC), optionally of one cluster and one job label."""
     known = series.fingerprints()
     days = [d for d in _days_between(lo, hi) if d in known]
-    parts = [select(frame, lo, hi, cluster, job_id) for _, frame in series.day_frames(days)]
+    parts = [frame for _, frame in series.day_frames(days, wanted(lo, hi, cluster, job_id))]
     parts = [p for p in parts if p.height]
     return pl.concat(parts) if parts else tables.empty(GPU_BUCKETS)
 
@@ -80,10 +83,10 @@ class MemorySeries:
     def fingerprints(self) -> Mapping[date, str]:
         return {d: self.marks.get(d, "") for d in self.days}
 
-    def day_frames(self, days: Sequence[date]) -> Iterator[tuple[date, pl.DataFrame]]:
+    def day_frames(self, days: Sequence[date], keep: pl.Expr | None = None) -> Iterator[tuple[date, pl.DataFrame]]:
         for d in days:
             if d in self.days:
-                yield d, self.days[d]
+                yield d, self.days[d] if keep is None else self.days[d].filter(keep)
 
 
 @dataclass(frozen=True)
@@ -100,11 +103,12 @@ class WarehouseSeries:
     def fingerprints(self) -> Mapping[date, str]:
         return self.marks
 
-    def day_frames(self, days: Sequence[date]) -> Iterator[tuple[date, pl.DataFrame]]:
+    def day_frames(self, days: Sequence[date], keep: pl.Expr | None = None) -> Iterator[tuple[date, pl.DataFrame]]:
         """Consecutive days are computed a week at a time (one scan), then split by day."""
         for run in _runs(sorted(d for d in days if d in self.marks)):
             lo, hi = day_span(run[0])[0], day_span(run[-1])[1]
             frame = gpu_buckets(self.wh, lo, hi)
+            frame = frame if keep is None else frame.filter(keep)
             by_day = frame.with_columns(pl.col("bucket").dt.date().alias("_day")).partition_by(
                 "_day", as_dict=True, include_key=False
             )
@@ -139,23 +143,29 @@ class ParquetSeries:
     def fingerprints(self) -> Mapping[date, str]:
         return {date.fromisoformat(d): entry["fingerprint"] for d, entry in self.index.items()}
 
-    def day_frames(self, days: Sequence[date]) -> Iterator[tuple[date, pl.DataFrame]]:
+    def day_frames(self, days: Sequence[date], keep: pl.Expr | None = None) -> Iterator[tuple[date, pl.DataFrame]]:
         for d in days:
             entry = self.index.get(d.isoformat())
             if entry is None:
                 continue
-            yield d, self._read(d.isoformat())
+            yield d, self._read(d.isoformat(), keep)
 
-    def _read(self, day: str) -> pl.DataFrame:
+    def _read(self, day: str, keep: pl.Expr | None) -> pl.DataFrame:
         try:
-            return tables.conform(pl.read_parquet(self.folder / self.index[day]["file"]), GPU_BUCKETS)
+            return self._scan(day, keep)
         except FileNotFoundError:
             if self.refresh is None:
                 raise
             self.folder, self.index = self.refresh()
             if day not in self.index:
                 return tables.empty(GPU_BUCKETS)
-            return tables.conform(pl.read_parquet(self.folder / self.index[day]["file"]), GPU_BUCKETS)
+            return self._scan(day, keep)
+
+    def _scan(self, day: str, keep: pl.Expr | None) -> pl.DataFrame:
+        """The filter is pushed into the Parquet reader: one job's month of buckets on 1,000 GPUs read in
+        0.4-0.8 s instead of 6-8 s reading every day file whole (docs/performance.md)."""
+        scan = pl.scan_parquet(self.folder / self.index[day]["file"])
+        return tables.conform((scan if keep is None else scan.filter(keep)).collect(), GPU_BUCKETS)
 
 
 @dataclass(frozen=True)

@@ -22,6 +22,18 @@ def available() -> list[tuple[int, str, str]]:
     return sorted(found)
 
 
+def pending(con: duckdb.DuckDBPyConnection) -> list[int]:
+    """The numbers of the shipped migrations this database has not applied; [] for a new, empty file."""
+    if not _has_migrations_table(con):
+        return []
+    done = {row[0] for row in run(con, "SELECT number FROM schema_migrations")}
+    return [number for number, _name, _sql in available() if number not in done]
+
+
+def _has_migrations_table(con: duckdb.DuckDBPyConnection) -> bool:
+    return bool(scalar(con, "SELECT count(*) FROM duckdb_tables() WHERE table_name = 'schema_migrations'"))
+
+
 def migrate(con: duckdb.DuckDBPyConnection) -> list[str]:
     """Apply pending migrations, each in its own transaction; return the names applied."""
     run(

@@ -19,7 +19,8 @@ from gpusteward.errors import InputError
 from sla.inputs import EvaluationInputs
 from sla.outputs import MonthOutputs
 from warehouse import ingest, quarantine, queries
-from warehouse.migrate import available, current_version, migrate
+from warehouse.backup import backup_before_migrating
+from warehouse.migrate import available, current_version, migrate, pending
 from warehouse.minute_chunks import CHUNK_ROWS
 from warehouse.quarantine import Quarantined
 from warehouse.sql import run, transaction, unregister
@@ -390,6 +391,7 @@ def open_warehouse(
 ) -> Iterator[Warehouse]:
     """Open (and, when writable, create and migrate) the warehouse at `path`.
 
+    An existing warehouse with pending migrations is first copied beside itself (warehouse/backup.py).
     Read-only connections cannot reach the file system through SQL (external access disabled).
     """
     p = str(path)
@@ -405,6 +407,9 @@ def open_warehouse(
         # A long query would draw a progress bar on stderr, which is the service's log.
         run(con, "SET enable_progress_bar = false")
         if not read_only:
+            waiting = pending(con)
+            if waiting:
+                backup_before_migrating(con, Path(p), waiting[0])
             migrate(con)
         else:
             _require_current_schema(con, p)

@@ -29,8 +29,9 @@ from gpusteward.config.schema import Config
 from gpusteward.domain import Month
 from reports.model import Quantity
 from sla.outputs import MonthOutputs
+from tests.browser.chart_figures import with_chart
 
-GRIDS = '[data-testid="stDataFrame"] table, [data-testid="stTable"] table'  # grids, and static tables
+GRIDS = '[data-testid="stDataFrame"]:has(table), [data-testid="stTable"]:has(table)'  # grids, and static tables
 METRICS = '[data-testid="stMetricValue"]'
 VERDICTS = {"missed": False, "at_risk": True, "met": True, "none": None}  # dashboards.frames.verdict
 
@@ -87,10 +88,12 @@ def grids_drawn(page: Any) -> None:
 
 
 def grids(page: Any) -> list[list[list[str]]]:
-    """Each data grid's rows in view, as cell texts; the first row is the header."""
+    """Each data grid's rows in view, as cell texts; the first row is the header. Grids folded away (a chart's
+    numbers, tests/browser/chart_figures.py) are left out."""
     read = "t => [...t.querySelectorAll('tr')].map(r => [...r.querySelectorAll('th,td')].map(c => c.innerText.trim()))"
     grids_drawn(page)
-    return [page.locator(GRIDS).nth(i).evaluate(read) for i in range(page.locator(GRIDS).count())]
+    shown = page.locator(GRIDS).filter(visible=True)  # a grid's own table is drawn off-screen, so its frame decides
+    return [shown.nth(i).locator("table").first.evaluate(read) for i in range(shown.count())]
 
 
 def metrics(page: Any) -> list[str]:
@@ -210,12 +213,12 @@ def _preemption(page: Any, month: Shown, tx: Texts) -> int:
 
 
 VISITS = [
-    Visit("overview", _overview, title_key="page.title"),
+    Visit("overview", with_chart("overview", _overview), title_key="page.title"),
     Visit("scenarios", _scenarios),
-    Visit("queues", _result_rows),
-    Visit("inference", _result_rows),
-    Visit("idle", _idle, title_key="idle_page.title"),
-    Visit("preemption", _preemption, figures_expected=False),  # the two test days record no preemption
+    Visit("queues", with_chart("queues", _result_rows)),
+    Visit("inference", with_chart("inference", _result_rows)),
+    Visit("idle", with_chart("idle", _idle), title_key="idle_page.title"),
+    Visit("preemption", with_chart("preemption", _preemption)),
     Visit("review", _review),
     Visit("plans", _plans),
     Visit("alerts", _alerts),

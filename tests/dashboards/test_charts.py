@@ -10,11 +10,13 @@ from datetime import date, datetime
 from pathlib import Path
 from typing import Any
 
+import polars as pl
 import pyarrow as pa
 import pytest
 from streamlit.testing.v1 import AppTest
 
 from dashboards.app import SCREENS
+from dashboards.chart_data import chart_tables
 from dashboards.charts import month_hours
 from dashboards.charts_allocation import allocation_chart, allocation_frames
 from dashboards.charts_daily import (
@@ -227,3 +229,39 @@ def test_each_page_draws_its_chart_before_its_tables(page: str, header: str, tab
     # a few values an hour (or a day) reach the browser, never a minute or a job row: the overview's
     # cluster chart holds three lines and the utilisation per hour, the inference chart two services
     assert len(rows) <= 4 * 31 * 24 + 10, (page, len(rows))
+
+
+@pytest.mark.parametrize("lang", ["en", "zh"])
+def test_a_charts_numbers_come_with_it_from_the_frame_it_draws(lang: Lang) -> None:
+    """The folded table under a chart (dashboards/chart_data.py): the frames its marks draw, headed by the
+    tooltips' titles and rounded as they format, one table per frame (the rule's own frame included)."""
+    tx = Texts(lang)
+    found = preemption_frames(_view(lang))
+    assert found is not None
+    counts, ratios = found
+    tables = chart_tables(preemption_chart(counts, ratios, tx))
+    drawn = [t for t in tables if tx("chart.preempted") in t.columns and t.height == counts.height]
+    assert drawn
+    assert drawn[0][tx("col.scenario")].to_list() == [
+        tx.fmt.term("scenario", s) for s in counts["scenario"].to_list()]
+    assert drawn[0][tx("chart.day")].to_list() == [d.isoformat() for d in counts["day"].to_list()]
+    assert drawn[0][tx("chart.preempted")].to_list() == counts["preempted"].cast(pl.Float64).to_list()
+    ratio = next(t for t in tables if f"{tx('chart.preemption_ratio')} (%)" in t.columns)
+    by_day = dict(zip(ratio[tx("chart.day")].to_list(), ratio[f"{tx('chart.preemption_ratio')} (%)"].to_list(),
+                      strict=True))
+    assert by_day["2026-11-01"] == 25.0  # 0.25 drawn as 25.0% (".1%")
+    assert by_day["2026-11-02"] is None  # a gap stays a gap, never 0
+    objective = tables[-1]
+    assert objective.columns == [tx("col.cluster"), f"{tx('chart.objective')} (%)"]
+    assert objective.rows() == [("east", 20.0)]
+
+
+def test_a_chart_with_two_panels_over_one_frame_gets_one_table() -> None:
+    found = inference_frame(_view())
+    assert found is not None
+    hours, objectives = found
+    tables = chart_tables(inference_chart(hours, objectives, Texts("en")))
+    assert tables[0].height == hours.height
+    tx = Texts("en")
+    assert tables[0].columns[:2] == [tx("col.service"), tx("chart.hour")]
+    assert len(tables[0].columns) == len(set(tables[0].columns)) >= 5  # p95, p99, the rate, the slots

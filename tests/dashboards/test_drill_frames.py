@@ -119,6 +119,34 @@ def test_no_data_has_its_own_legend_entry_outside_the_colour_scale(lang: str) ->
     assert missing["encoding"]["color"]["scale"] == {"domain": [tx("heatmap.no_data")], "range": [hm.NO_DATA_FILL]}
     assert missing["mark"]["strokeDash"] == [2, 2]
     assert spec["resolve"] == {"scale": {"color": "independent"}}  # two legends
+    # the axes are ordered by a field of each cell, never by a list of values (an `indexof` per cell in the browser)
+    assert measured["encoding"]["y"]["sort"] == {"field": "row_order", "op": "min"}
+    assert measured["encoding"]["x"]["sort"] == {"field": "order", "op": "min"}
     rows = spec["datasets"][next(iter(spec["datasets"]))]
     assert sum(r["engine_pct"] is None for r in rows) == 3 * 24 - 3  # no data is null in the data, never 0
     assert sum(r["engine_pct"] == 0.0 for r in rows) == 1  # GPU 1 at exactly zero, 10:00
+
+
+def test_heatmap_rows_in_host_then_gpu_number_order() -> None:
+    from dashboards.texts import Texts
+
+    inventory = pl.DataFrame([("east", h, g, "H100", None, None) for h in ("e2", "e1") for g in (10, 2)],
+                             schema=INVENTORY, orient="row")
+    cells = hm.cells(inventory, _buckets().head(0), "east", date(2026, 11, 10), "UTC")
+    spec = hm.chart(cells, Texts("en")).to_dict()
+    rows = spec["datasets"][next(iter(spec["datasets"]))]
+    ranks = {r["row"]: r["row_order"] for r in rows}
+    assert sorted(ranks, key=ranks.__getitem__) == ["e1 · 2", "e1 · 10", "e2 · 2", "e2 · 10"]
+
+
+def test_a_big_cluster_is_drawn_a_block_of_gpus_at_a_time() -> None:
+    inventory = pl.DataFrame([("east", f"e{h:03d}", g, "H100", None, None) for h in range(70) for g in range(8)],
+                             schema=INVENTORY, orient="row")
+    cells = hm.cells(inventory, _buckets().head(0), "east", date(2026, 11, 10), "UTC")
+    assert hm.blocks(cells) == [(1, 250), (251, 500), (501, 560)]
+    last = hm.block_of(cells, 2)
+    assert last.select("host", "gpu").unique().height == 60
+    assert last.sort("host", "gpu")["row"][0] == "e062 · 4"  # GPU 501: the 63rd host's fifth
+    assert hm.block_of(cells, 0)["row"].n_unique() == hm.ROWS_PER_CHART
+    small = hm.cells(inventory.head(16), _buckets().head(0), "east", date(2026, 11, 10), "UTC")
+    assert hm.blocks(small) == [(1, 16)]

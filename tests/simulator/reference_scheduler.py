@@ -2,6 +2,11 @@
 
 Kept only as the reference `test_scheduler_equivalence.py` compares `simulator.scheduler` with, so
 the indexes provably leave every decision (and so every output byte) as this policy makes it.
+Both of slurmctld's schedulers are written out plainly here: the main scheduler (after each event,
+`default_queue_depth` jobs; every `sched_interval`, all; a blocked job of priority
+`bf_min_prio_reserve` or more fails its partition and closes the partition's nodes for the rest of
+the pass) and the backfill (every `bf_interval`, `bf_max_job_test` jobs, reservations). Every timer
+tick is visited, even with nothing pending.
 """
 
 from __future__ import annotations
@@ -16,11 +21,13 @@ from simulator.fleet import (
     AGE_PRIORITY_PER_HOUR,
     GPUS_PER_NODE,
     PARTITION_PRIORITY,
+    PARTITIONS,
     QOS_PRIORITY,
     Cluster,
 )
 from simulator.jobs import Filler, JobSpec, Run
 from simulator.plan import NodeFailure
+from simulator.scheduler import SLURM_DEFAULTS, SchedulerParameters
 
 _END, _FAIL, _UP, _SUBMIT, _REQUEUE, _GRAB, _CANCEL = 0, 1, 2, 3, 4, 5, 6
 _CHECKPOINT_S = 1800  # a requeued checkpointing job loses up to this much progress
@@ -41,10 +48,10 @@ def priority(run: Run, t: int) -> int:
 
 class Scheduler:
     def __init__(
-        self, cluster: Cluster, until_s: int, first_id: int, batch_cap: int | None, queue_depth: int | None
+        self, cluster: Cluster, until_s: int, first_id: int, batch_cap: int | None, params: SchedulerParameters
     ) -> None:
         self.cluster = cluster
-        self.queue_depth = queue_depth
+        self.params = params
         self.until_s = until_s
         n = len(cluster.hosts)
         self.free: list[list[int]] = [list(range(GPUS_PER_NODE)) for _ in range(n)]
@@ -60,6 +67,7 @@ class Scheduler:
         self._seq = itertools.count()
         self._arrays: dict[int, int] = {}  # array key -> the array's job id
         self._ids = itertools.count(first_id)
+        self._partitions = {p: cluster.partition_hosts(p) for p in PARTITIONS}
 
     def push(self, t: int, kind: int, payload: object) -> None:
         heapq.heappush(self._heap, (t, kind, next(self._seq), payload))
@@ -74,10 +82,14 @@ class Scheduler:
         for filler in fillers:
             for t in range(filler.from_s, filler.to_s, filler.every_s):
                 self.push(t, _GRAB, filler)
-        heap = self._heap
-        while heap and heap[0][0] < self.until_s:
-            t = heap[0][0]
+        heap, p = self._heap, self.params
+        if not heap:
+            return self.runs
+        ticks = [p.bf_interval_s] + ([p.sched_interval_s] if p.sched_interval_s is not None else [])
+        t = heap[0][0]
+        while t < self.until_s:
             grabs: list[Filler] = []
+            acted = False
             while heap and heap[0][0] == t:
                 _, kind, _, payload = heapq.heappop(heap)
                 if kind == _GRAB:
@@ -85,9 +97,15 @@ class Scheduler:
                     grabs.append(payload)
                 else:
                     self._handle(t, kind, payload)
-            self._pass(t)
+                    acted = True
+            full = p.sched_interval_s is not None and t % p.sched_interval_s == 0
+            if acted or full:
+                self._main_pass(t, None if full else p.default_queue_depth)
+            if t % p.bf_interval_s == 0:
+                self._backfill_pass(t, p.bf_max_job_test)
             for filler in grabs:
                 self._grab(filler, t)
+            t = min(([heap[0][0]] if heap else [self.until_s]) + [(t // every + 1) * every for every in ticks])
         for r in self.pending:
             r.priority = priority(r, self.until_s)
         return self.runs
@@ -132,7 +150,7 @@ class Scheduler:
         """Start one filler job on every GPU still idle after the pass (never queued, never waiting)."""
         spec = filler.template
         n = 0
-        for h in self.cluster.partition_hosts(spec.partition):
+        for h in self._partitions[spec.partition]:
             if h in self.down:
                 continue
             for g in sorted(self.free[h]):
@@ -246,40 +264,92 @@ class Scheduler:
             when = max(when, end)
         return when, have
 
-    def _pass(self, t: int) -> None:
+    def _can_act(self) -> bool:
         if not self.pending:
-            return
-        if not any(self.free[h] for h in range(len(self.free)) if h not in self.down) and not any(
+            return False
+        return any(self.free[h] for h in range(len(self.free)) if h not in self.down) or any(
             r.spec.preempts for r in self.pending
+        )
+
+    def _order(self, t: int, depth: int | None) -> list[Run]:
+        return sorted(self.pending, key=lambda r: (-priority(r, t), r.submit_s, r.job_id))[:depth]
+
+    def _held(self, run: Run) -> bool:
+        spec = run.spec
+        if spec.qos != "inference" and self.used.get(spec.account, 0) + spec.gpus > self.cluster.account_limit(
+            spec.account
         ):
+            run.reason = "AssocGrpGRES"
+            return True
+        if self.batch_cap is not None and _capped(spec) and self.batch_held + spec.gpus > self.batch_cap:
+            run.reason = "QOSGrpGRES"
+            return True
+        return False
+
+    def _place(self, run: Run, t: int, usable: list[int], allowed: list[int], closed: set[int]) -> list[int] | None:
+        """Best fit on `usable`, else (a preempting QOS) the cheapest host of `allowed` not in `closed`."""
+        spec = run.spec
+        slots = self._fit(spec.gpus, usable) if usable else None
+        if slots is None and spec.preempts and spec.gpus <= GPUS_PER_NODE:
+            found = self._victims(run, [h for h in allowed if h not in closed])
+            if found is not None:
+                host, victims = found
+                for v in victims:
+                    self._preempt(v, t)
+                slots = [host * GPUS_PER_NODE + g for g in sorted(self.free[host])[: spec.gpus]]
+        return slots
+
+    def _main_pass(self, t: int, depth: int | None) -> None:
+        """slurmctld's main scheduler: no reservations; a blocked job of priority bf_min_prio_reserve
+        or more fails its partition and closes the partition's nodes to every later job."""
+        if not self._can_act():
             return
-        # Only the first `queue_depth` jobs are tested (bf_max_job_test); the others keep their reason.
-        order = sorted(self.pending, key=lambda r: (-priority(r, t), r.submit_s, r.job_id))[: self.queue_depth]
+        closed: set[int] = set()
+        failed: set[str] = set()
+        for run in self._order(t, depth):
+            spec = run.spec
+            if spec.partition in failed:
+                if run.reason in ("None", "Resources"):
+                    run.reason = "Priority"
+                continue
+            if self._held(run):
+                continue
+            partition = self._partitions[spec.partition]
+            open_hosts = [h for h in partition if h not in self.down and h not in closed]
+            if len(open_hosts) < max(1, spec.gpus // GPUS_PER_NODE):
+                run.reason = "Resources"
+                failed.add(spec.partition)
+                closed |= set(partition)
+                continue
+            pinned = spec.nodelist if spec.nodelist is not None else partition
+            allowed = [h for h in pinned if h not in self.down and h not in closed]
+            slots = self._place(run, t, allowed, allowed, closed)
+            if slots is not None:
+                self._start(run, t, slots)
+                continue
+            run.reason = "Resources"
+            if spec.nodelist is not None:
+                closed |= set(spec.nodelist)
+            elif priority(run, t) >= RESERVE_MIN_PRIORITY:
+                failed.add(spec.partition)
+                closed |= set(partition)
+
+    def _backfill_pass(self, t: int, depth: int | None) -> None:
+        """The backfill: the top blocked job of QOS high or above reserves, lower jobs fit around it."""
+        if not self._can_act():
+            return
         # host -> [reserved from, GPUs that will be free then beyond what the reservation needs]
         reserved: dict[int, list[int]] = {}
         blocked = False
-        for run in order:
+        for run in self._order(t, depth):
             spec = run.spec
-            if spec.qos != "inference" and self.used.get(spec.account, 0) + spec.gpus > self.cluster.account_limit(
-                spec.account
-            ):
-                run.reason = "AssocGrpGRES"
+            if self._held(run):
                 continue
-            if self.batch_cap is not None and _capped(spec) and self.batch_held + spec.gpus > self.batch_cap:
-                run.reason = "QOSGrpGRES"
-                continue
-            pinned = spec.nodelist if spec.nodelist is not None else self.cluster.partition_hosts(spec.partition)
+            pinned = spec.nodelist if spec.nodelist is not None else self._partitions[spec.partition]
             allowed = [h for h in pinned if h not in self.down]
             ends = t + spec.limit_min * 60
             usable = [h for h in allowed if h not in reserved or ends <= reserved[h][0] or reserved[h][1] >= spec.gpus]
-            slots = self._fit(spec.gpus, usable) if usable else None
-            if slots is None and spec.preempts and spec.gpus <= GPUS_PER_NODE:
-                found = self._victims(run, [h for h in allowed if h not in reserved])
-                if found is not None:
-                    host, victims = found
-                    for v in victims:
-                        self._preempt(v, t)
-                    slots = [host * GPUS_PER_NODE + g for g in sorted(self.free[host])[: spec.gpus]]
+            slots = self._place(run, t, usable, allowed, set(reserved))
             if slots is not None:
                 for h in {s // GPUS_PER_NODE for s in slots}:
                     if h in reserved and ends > reserved[h][0]:
@@ -310,7 +380,7 @@ def schedule(
     first_id: int,
     batch_cap: int | None,
     fillers: Iterable[Filler] = (),
-    queue_depth: int | None = None,
+    params: SchedulerParameters = SLURM_DEFAULTS,
 ) -> list[Run]:
     """All runs (sacct records) of `specs` up to `until_s`, in the order they were created."""
-    return Scheduler(cluster, until_s, first_id, batch_cap, queue_depth).run(specs, failures, fillers)
+    return Scheduler(cluster, until_s, first_id, batch_cap, params).run(specs, failures, fillers)

@@ -12,8 +12,8 @@ from hypothesis import strategies as st
 
 from simulator import Manifest
 from simulator.fleet import Cluster, build_fleet, hostlist
-from simulator.jobs import JobSpec
-from simulator.scheduler import Scheduler, schedule
+from simulator.jobs import JobSpec, Run
+from simulator.scheduler import SLURM_DEFAULTS, Scheduler, SchedulerParameters, schedule
 from simulator.workload import PREEMPTS
 from tests.simulator.helpers import sacct_jobs
 
@@ -53,7 +53,7 @@ def _spec(i: int, j: dict[str, int | str]) -> JobSpec:
     )
 
 
-@settings(max_examples=60, deadline=None)
+@settings(max_examples=30, deadline=None)  # each example passes every 30 s of two days (bf_interval)
 @given(st.lists(job, min_size=1, max_size=60))
 def test_no_gpu_is_ever_held_by_two_runs_at_once(jobs: list[dict[str, int | str]]) -> None:
     until = 2 * DAY
@@ -136,22 +136,70 @@ def test_hostlists_compress_like_slurm() -> None:
     assert hostlist([]) == ""
 
 
-def test_a_pass_tests_only_the_queue_depth_the_rest_keep_their_reason() -> None:
-    """bf_max_job_test: with a depth of 1 the 1-GPU job behind a blocked 16-GPU job is never tested
-    while that one waits (reason "None", as squeue shows a job no pass reached); with no depth it
-    backfills at once."""
-    three = Cluster("test", ("t-gpu-01", "t-gpu-02", "t-gpu-03"), ())
-    base: dict[str, int | str] = {"qos": "normal", "partition": "train", "account": "nlp", "limit_h": 2}
-    holder = _spec(0, {**base, "account": "vision", "gpus": 16, "submit": 0, "run": 3600})
-    blocked = _spec(1, {**base, "gpus": 16, "submit": 10, "run": 600})
-    small = _spec(2, {**base, "gpus": 1, "submit": 20, "run": 600})
-    shallow = Scheduler(three, DAY, 1, None, (300, 3600), queue_depth=1)
-    got = {r.spec.key: r for r in shallow.run([holder, blocked, small], [])}
-    deep = {r.spec.key: r for r in schedule(three, [holder, blocked, small], [], until_s=DAY, first_id=1,
-                                             batch_cap=None, queue_depth=None)}
-    assert deep[2].start_s == 20
-    assert got[1].start_s == deep[1].start_s == 3600
-    assert got[2].start_s == 4200  # first tested when the 16-GPU job had started and ended
-    at_300 = shallow.snapshots[0]
-    assert at_300.at_s == 300
-    assert [(r.spec.key, reason) for r, reason, _ in at_300.jobs] == [(1, "Resources"), (2, "None")]
+THREE = Cluster("test", ("t-gpu-01", "t-gpu-02", "t-gpu-03"), ())
+_BASE: dict[str, int | str] = {"qos": "normal", "partition": "train", "account": "nlp", "limit_h": 2}
+
+
+def _split_case(blocked_qos: str) -> tuple[Scheduler, dict[int, Run]]:
+    """A 16-GPU run on hosts 1-2 until 3600, a 16-GPU job that cannot start behind it (submitted at
+    10), and a 1-GPU job of an hour's limit behind that one (at 15) that fits on host 3."""
+    holder = _spec(0, {**_BASE, "account": "vision", "gpus": 16, "submit": 0, "run": 3600})
+    blocked = _spec(1, {**_BASE, "qos": blocked_qos, "gpus": 16, "submit": 10, "run": 600})
+    small = _spec(2, {**_BASE, "gpus": 1, "submit": 15, "run": 600, "limit_h": 1})
+    sched = Scheduler(THREE, DAY, 1, None, (20, 3600))
+    return sched, {r.spec.key: r for r in sched.run([holder, blocked, small], [])}
+
+
+def test_the_main_scheduler_stops_a_partition_at_a_blocked_high_job_and_the_backfill_fits_around_it() -> None:
+    """sched_config.html: once a job in a partition is left pending, the main scheduler starts no
+    other job there; the backfill (every bf_interval = 30 s) starts the 1-GPU job at the next tick,
+    since its limit ends before the reservation made for the blocked job."""
+    sched, got = _split_case("high")
+    at_20 = {r.spec.key: reason for r, reason, _ in sched.snapshots[0].jobs}
+    assert at_20 == {1: "Resources", 2: "Priority"}
+    assert got[2].start_s == 30
+    assert got[1].start_s == 3600
+
+
+def test_a_failed_partition_closes_its_nodes_to_the_partitions_that_share_them() -> None:
+    """job_scheduler.c: a failed partition's nodes leave the pass's available nodes, so a 1-GPU job
+    of the eval partition (the same hosts) waits for the backfill too, with reason Resources (too few
+    nodes left to it), while a job with room in a partition of its own would start."""
+    holder = _spec(0, {**_BASE, "account": "vision", "gpus": 16, "submit": 0, "run": 3600})
+    blocked = _spec(1, {**_BASE, "qos": "high", "gpus": 16, "submit": 10, "run": 600})
+    other = _spec(2, {**_BASE, "partition": "eval", "gpus": 1, "submit": 15, "run": 600, "limit_h": 1})
+    sched = Scheduler(THREE, DAY, 1, None, (20, 3600))
+    got = {r.spec.key: r for r in sched.run([holder, blocked, other], [])}
+    assert {r.spec.key: reason for r, reason, _ in sched.snapshots[0].jobs} == {1: "Resources", 2: "Resources"}
+    assert got[2].start_s == 30
+
+
+def test_a_blocked_job_below_bf_min_prio_reserve_leaves_its_partition_open() -> None:
+    """slurmctld's _schedule: a job under bf_min_prio_reserve does not fail its partition, so the
+    main scheduler starts the 1-GPU job at its submission."""
+    _, got = _split_case("normal")
+    assert got[2].start_s == 15
+    assert got[1].start_s == 3600
+
+
+def test_each_scheduler_tests_only_its_depth_the_rest_keep_their_reason() -> None:
+    """default_queue_depth 1: the event pass at 15 tests only the blocked job, so the 1-GPU job shows
+    "None" (no pass reached it) until a pass deep enough does: the backfill at 30 (bf_max_job_test 2),
+    or else the whole-queue main pass at 60 (sched_interval)."""
+    holder = _spec(0, {**_BASE, "account": "vision", "gpus": 16, "submit": 0, "run": 3600})
+    blocked = _spec(1, {**_BASE, "gpus": 16, "submit": 10, "run": 600})
+    small = _spec(2, {**_BASE, "gpus": 1, "submit": 15, "run": 600})
+    jobs = [holder, blocked, small]
+
+    def started(params: SchedulerParameters) -> tuple[int | None, list[str]]:
+        sched = Scheduler(THREE, DAY, 1, None, (20, 3600), params=params)
+        runs = {r.spec.key: r for r in sched.run(jobs, [])}
+        return runs[2].start_s, [reason for r, reason, _ in sched.snapshots[0].jobs if r.spec.key == 2]
+
+    assert started(SchedulerParameters(default_queue_depth=1, bf_max_job_test=2)) == (30, ["None"])
+    assert started(SchedulerParameters(default_queue_depth=1, bf_max_job_test=1)) == (60, ["None"])
+    assert started(SchedulerParameters(default_queue_depth=1, bf_max_job_test=1, sched_interval_s=None)) == (
+        3600,  # the event pass at 3600 starts the blocked job, the backfill tick at 3600 this one
+        ["None"],
+    )
+    assert started(SLURM_DEFAULTS) == (15, [])

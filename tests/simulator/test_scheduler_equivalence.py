@@ -4,7 +4,6 @@ from __future__ import annotations
 
 from datetime import date
 
-import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -12,7 +11,7 @@ from simulator.fleet import Cluster, build_fleet
 from simulator.inference import place_replicas
 from simulator.jobs import Filler, JobSpec, Run
 from simulator.plan import NodeFailure, make_plan
-from simulator.scheduler import BF_MAX_JOB_TEST, schedule
+from simulator.scheduler import SLURM_DEFAULTS, SchedulerParameters, schedule
 from simulator.workload import PREEMPTS, batch_cap, cluster_jobs, first_job_id
 from tests.simulator import reference_scheduler
 
@@ -42,6 +41,13 @@ job = st.fixed_dictionaries(
     }
 )
 failure = st.tuples(st.integers(0, 5), st.integers(0, 2 * DAY), st.integers(600, 4 * 3600))
+params = st.builds(
+    SchedulerParameters,
+    default_queue_depth=st.sampled_from([None, 1, 3, 100]),
+    sched_interval_s=st.sampled_from([None, 60, 7200]),
+    bf_interval_s=st.sampled_from([30, 3600]),
+    bf_max_job_test=st.sampled_from([None, 1, 8, 500]),
+)
 
 
 def _spec(i: int, j: dict[str, object]) -> JobSpec:
@@ -73,14 +79,14 @@ def _spec(i: int, j: dict[str, object]) -> JobSpec:
     return spec
 
 
-@settings(max_examples=150, deadline=None)
+@settings(max_examples=60, deadline=None)
 @given(
     st.integers(2, 6),
     st.lists(job, min_size=1, max_size=80),
     st.lists(failure, max_size=3),
     st.sampled_from([None, 10, 30]),
     st.booleans(),
-    st.sampled_from([None, 1, 3, 8, 500]),
+    params,
 )
 def test_random_workloads_schedule_exactly_as_the_reference(  # noqa: PLR0917 - hypothesis draws
     n_hosts: int,
@@ -88,7 +94,7 @@ def test_random_workloads_schedule_exactly_as_the_reference(  # noqa: PLR0917 - 
     failures: list[tuple[int, int, int]],
     cap: int | None,
     grab: bool,
-    depth: int | None,
+    slurm: SchedulerParameters,
 ) -> None:
     hosts = tuple(f"t-gpu-{i:02d}" for i in range(1, n_hosts + 1))
     cluster = Cluster("test", hosts, hosts[:2])
@@ -99,11 +105,9 @@ def test_random_workloads_schedule_exactly_as_the_reference(  # noqa: PLR0917 - 
     if grab:
         template = _spec(99_000, {**jobs[0], "qos": "low", "gpus": 1, "pin": None, "chain": False})
         fillers = (Filler(template, DAY // 2, DAY // 2 + 3600, 600, DAY // 2 + 7200),)
-    got = schedule(
-        cluster, specs, fails, until_s=2 * DAY, first_id=100, batch_cap=cap, fillers=fillers, queue_depth=depth
-    )
+    got = schedule(cluster, specs, fails, until_s=2 * DAY, first_id=100, batch_cap=cap, fillers=fillers, params=slurm)
     want = reference_scheduler.schedule(
-        cluster, specs, fails, until_s=2 * DAY, first_id=100, batch_cap=cap, fillers=fillers, queue_depth=depth
+        cluster, specs, fails, until_s=2 * DAY, first_id=100, batch_cap=cap, fillers=fillers, params=slurm
     )
     assert _records(got) == _records(want)
 
@@ -113,9 +117,10 @@ def _pin_within(spec: JobSpec, n_hosts: int) -> JobSpec:
     return JobSpec(**{**spec.__dict__, "nodelist": tuple(h % n_hosts for h in spec.nodelist)})
 
 
-@pytest.mark.parametrize("depth", [BF_MAX_JOB_TEST, 40])
-def test_the_generated_workload_schedules_exactly_as_the_reference(depth: int) -> None:
-    fleet = build_fleet(24)
+def test_the_generated_workload_schedules_exactly_as_the_reference() -> None:
+    # Slurm's defaults only: the random workloads above vary the depths and intervals.
+    slurm = SLURM_DEFAULTS
+    fleet = build_fleet(12)
     plan = make_plan(fleet, date(2026, 10, 1), 2, 3)
     for c in fleet.clusters:
         replicas = place_replicas(c) if c.name == "east" else ()
@@ -123,9 +128,9 @@ def test_the_generated_workload_schedules_exactly_as_the_reference(depth: int) -
         failures = [f for f in plan.failures if f.cluster == c.name]
         first, cap = first_job_id(c, 3), batch_cap(c, replicas)
         got = schedule(
-            c, specs, failures, until_s=plan.end_s, first_id=first, batch_cap=cap, fillers=fillers, queue_depth=depth
+            c, specs, failures, until_s=plan.end_s, first_id=first, batch_cap=cap, fillers=fillers, params=slurm
         )
         want = reference_scheduler.schedule(
-            c, specs, failures, until_s=plan.end_s, first_id=first, batch_cap=cap, fillers=fillers, queue_depth=depth
+            c, specs, failures, until_s=plan.end_s, first_id=first, batch_cap=cap, fillers=fillers, params=slurm
         )
         assert _records(got) == _records(want)
