@@ -5,7 +5,9 @@ warehouse, then times the product's monthly path: read the month's inputs with i
 digested (`Warehouse.evaluation_inputs(month, idle=...)`) and run `sla.month.evaluate_month`. Also
 times a bare scan of the month's GPU-minutes through the warehouse (an aggregate DuckDB answers
 without handing rows out) and reading them out into frames as the review does (`read_out`), and
-reports the evaluation as a multiple of each. `--quick` simulates 3 days instead of 31.
+reports the evaluation as a multiple of each. The month's digest is the SQL one inside DuckDB
+(warehouse/digest); the same review with the Python digest (sla.minute_digest over the rows read
+out) is timed beside it, and both must give the same results. `--quick` simulates 3 days instead of 31.
 bench/scale.py measures the same at 1,000 and 10,000 GPUs.
 
 Set GPUSTEWARD_BENCH_DB to an existing warehouse holding 2026-10 (e.g. the demo's) to skip the
@@ -64,15 +66,31 @@ def _measure(db: Path, runs: int) -> dict[str, Any]:
         inputs = wh.evaluation_inputs(MONTH, idle=config.idle)
         load_s = time.perf_counter() - started
         outputs = evaluate_month(inputs, config)  # warm-up, and the figures reported below
+        by_python = evaluate_month(wh.evaluation_inputs(MONTH, idle=config.idle, engine="python"), config)
         # Each round reads and digests the month again: the digest is kept with its inputs.
         timings = interleaved(
             {"evaluate": lambda: evaluate_month(wh.evaluation_inputs(MONTH, idle=config.idle), config),
+             "evaluate_python_digest": lambda: evaluate_month(
+                 wh.evaluation_inputs(MONTH, idle=config.idle, engine="python"), config),
+             "digest_sql": lambda: wh.evaluation_inputs(MONTH, idle=config.idle),
+             "digest_python": lambda: wh.evaluation_inputs(MONTH, idle=config.idle, engine="python"),
              "scan": lambda: scan_gpu_minutes(wh, MONTH), "read_out": lambda: read_out(wh, MONTH)},
             runs=runs,
         )
         gpu_minutes = scan_gpu_minutes(wh, MONTH)
     evaluate, scan, rows_out = timings["evaluate"], timings["scan"], timings["read_out"]
+    python, digest_sql, digest_python = (
+        timings["evaluate_python_digest"], timings["digest_sql"], timings["digest_python"]
+    )
     return {
+        "digest_engine": "duckdb (the SQL digest, warehouse/digest); python: sla.minute_digest over rows read out",
+        "read_and_digest_sql": digest_sql.as_dict(),
+        "read_and_digest_python": digest_python.as_dict(),
+        "evaluate_month_python_digest": python.as_dict(),
+        "python_digest_over_sql_digest": round(digest_python.median_s / digest_sql.median_s, 1),
+        "python_digest_evaluate_over_scan": round(python.median_s / scan.median_s, 1) if scan.median_s > 0 else None,
+        "same_results_both_digests": outputs.results.equals(by_python.results)
+        and outputs.ledger.equals(by_python.ledger),
         "month": str(MONTH),
         "gpu_minutes": gpu_minutes,
         "jobs": inputs.jobs.height,

@@ -9,7 +9,8 @@ The month: the simulator writes a month of 125 nodes (1,000 GPUs), the importer 
 product's path: 44.6M GPU-minutes), and bench._fanout turns copies of that warehouse into 1 and 10
 renamed copies of the fleet inside DuckDB (the importer would need about two hours for 446M rows).
 The review stage is the product's monthly path: `Warehouse.evaluation_inputs(month, idle=...)`
-(the month's GPU-minutes read a few hosts at a time and digested, sla.minute_digest) and
+(the month's GPU-minutes digested inside DuckDB by the SQL digest, warehouse/digest; the Python
+digest, sla.minute_digest over the rows read out a few hosts at a time, is timed once beside it) and
 `sla.month.evaluate_month`; its time is set against a bare scan of the same table
 (warehouse.bench_queries.scan_gpu_minutes). The two fleets run one after the other (each needs
 the machine's memory to itself), not interleaved.
@@ -123,6 +124,10 @@ def _review(db: str, runs: int, copies: int) -> dict[str, Any]:
             started = time.perf_counter()
             read_out(wh, month)
             rows_out.append(time.perf_counter() - started)
+        # The reference path once: the Python digest over the rows read out a chunk of hosts at a time.
+        started = time.perf_counter()
+        wh.evaluation_inputs(month, idle=config.idle, engine="python")
+        python_digest_s = time.perf_counter() - started
     digest = inputs.minute_digest
     total = [r + e for r, e in zip(read, evaluate, strict=True)]
     return {
@@ -130,6 +135,8 @@ def _review(db: str, runs: int, copies: int) -> dict[str, Any]:
         "gpu_minutes_digested": int(digest.gpus["rows"].sum()) if digest is not None else None,
         "jobs": inputs.jobs.height,
         "read_and_digest_s": _spread(read),
+        "read_and_digest_python_s": round(python_digest_s, 2),
+        "python_digest_over_sql_digest": round(python_digest_s / statistics.median(read), 1),
         "evaluate_month_s": _spread(evaluate),
         "review_s": _spread(total),
         "bare_scan_s": _spread(scan),

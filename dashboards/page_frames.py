@@ -271,3 +271,28 @@ def plan_items_table(view: View, plan_id: str) -> pl.DataFrame | None:
         tx("col.reason"): [render(i.get("reason"), tx.fmt) for i in items],
         tx("col.expected_effect"): [render(i.get("expected_effect"), tx.fmt) for i in items],
     })
+
+
+def reclaim_pending_table(view: View) -> pl.DataFrame | None:
+    """Reclaim warnings not yet acted on and actions still waiting, soonest due first (the read model's)."""
+    lines = view.model.reclaim_pending()
+    if view.filters.clusters:
+        lines = lines.filter(pl.col("cluster").is_in(list(view.filters.clusters)))
+    if view.filters.teams:
+        lines = lines.filter(pl.col("team").is_in(list(view.filters.teams)))
+    if lines.is_empty():
+        return None
+    tx = view.tx
+    rows = lines.to_dicts()
+    return pl.DataFrame({
+        tx("col.reclaim_waiting_for"): [tx(f"reclaim.waiting.{r['kind']}.{r['state']}") for r in rows],
+        tx("col.cluster"): [str(r["cluster"]) for r in rows],
+        tx("col.reclaim_job"): [str(r["job"] or r["job_id"]) for r in rows],
+        tx("col.team"): [str(r["team"] or "—") for r in rows],
+        tx("col.reclaim_user"): [str(r["user_name"] or "—") for r in rows],
+        tx("col.reclaim_gpus"): [tx.fmt.number(r["gpus"] or 0) for r in rows],
+        tx("col.reclaim_idle_since", zone=tx.zone): [tx.fmt.moment(r["idle_since"]) for r in rows],
+        tx("col.reclaim_due", zone=tx.zone): [tx.fmt.moment(r["action_due"]) for r in rows],
+        tx("col.reclaim_policy"): [f"{r['policy']} ({r['action']}, {r['mode']})" for r in rows],
+        tx("col.reclaim_decision"): [str(r["decision_id"]) for r in rows],
+    })

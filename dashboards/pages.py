@@ -127,6 +127,29 @@ def idle(view: View) -> None:
     _table(teams, view, "idle_by_job")
     st.subheader(tx("idle_page.jobs"))
     _table(pf.idle_jobs(view), view, "idle_by_job")
+    reclaim_pending(view)
+
+
+def reclaim_pending(view: View) -> None:
+    """The reclaim warnings and actions still pending, with approve/reject for those waiting for a person."""
+    tx = view.tx
+    st.subheader(tx("idle_page.reclaim"))
+    table = pf.reclaim_pending_table(view)
+    if table is None:
+        st.caption(tx("idle_page.reclaim_none"))
+        return
+    st.caption(tx("idle_page.reclaim_help"))
+    show_table(table, tx)
+    waiting = view.model.reclaim_pending().filter(pl.col("state") == "awaiting_approval")["decision_id"].to_list()
+    if not waiting or not _can_act(view):
+        return
+    chosen = st.selectbox(tx("reclaim.choose"), waiting, key="reclaim_choice")
+    reason = st.text_input(tx("control.reason"), key="reclaim_reason")
+    left, right = st.columns(2)
+    if left.button(tx("reclaim.approve"), key="reclaim_approve", type="primary"):
+        _report(view, *_post(view, f"/api/v1/reclaim/actions/{chosen}/approve", {"reason": reason or None}))
+    if right.button(tx("reclaim.reject"), key="reclaim_reject"):
+        _report(view, *_post(view, f"/api/v1/reclaim/actions/{chosen}/reject", {"reason": reason or None}))
 
 
 def preemption(view: View) -> None:

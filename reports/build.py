@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 
+import polars as pl
+
 from gpusteward.config.schema import Config
 from reports.compliance import build_latency, build_queues, build_sla
 from reports.context import Context
@@ -13,6 +15,7 @@ from reports.idle import build_idle
 from reports.model import Review, Section
 from reports.operations import build_breaches, build_completeness, build_quota
 from reports.pending import build_failures, build_preemption, build_trend
+from reports.reclaimed import build_reclaimed
 from reports.showback import build_showback
 from reports.usage import build_task_mix
 from sla.followup import AppliedChange
@@ -41,6 +44,7 @@ def build_review(
     config: Config,
     history: Sequence[MonthOutputs] = (),
     applied: Sequence[AppliedChange] = (),
+    reclaimed: pl.DataFrame | None = None,
 ) -> Review:
     """The review of one month: summary findings (most severe first), then the sections.
 
@@ -48,11 +52,17 @@ def build_review(
     SLA trend and the follow-up baselines; without it the trend section says there is no earlier month.
     `applied` holds the quota changes applied so far (`warehouse.quota_store.applied_changes`); the
     follow-up section assesses those applied in the month before this one.
+    `reclaimed` holds the month's reclaim ledger lines (`warehouse.reclaim_ledger.month_lines`); when
+    given, and there are lines or reclaim policies configured, the review has a "reclaimed this month"
+    section (the written review reads the ledger; the dashboard's rendering of the review does not).
 
     Never raises for missing or malformed data: a section that cannot be built says
     "not available" and why.
     """
-    ctx = Context(outputs, config, history, applied)
+    ctx = Context(outputs, config, history, applied, reclaimed)
     findings = build_findings(ctx)
     sections = tuple(builder(ctx) for _, builder in SECTIONS)
+    if reclaimed is not None and (config.reclaim.policies or reclaimed.height):
+        at = next(i for i, s in enumerate(sections) if s.key == "idle") + 1  # beside the idle GPU-hours it acts on
+        sections = (*sections[:at], build_reclaimed(ctx), *sections[at:])
     return Review(ctx.month, findings, sections, ctx.notes.footnotes())

@@ -80,11 +80,13 @@ class Context:
         config: Config,
         history: Sequence[MonthOutputs] = (),
         applied: Sequence[AppliedChange] = (),
+        reclaimed: pl.DataFrame | None = None,
     ) -> None:
         self.month = outputs.month.in_zone(config.timezone)  # stored months carry no zone; the config says
         self.config = config
         self.history = tuple(history)  # earlier months, read by the trend and follow-up sections
         self.applied = tuple(applied)  # quota changes applied so far, read by the follow-up section
+        self.reclaimed = reclaimed  # the month's reclaim ledger lines (RECLAIM_DECISIONS); None: not read
         self.notes = Notes()
         self._frames: dict[str, pl.DataFrame] = {}
         self._missing: dict[str, tuple[str, ...]] = {}

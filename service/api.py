@@ -7,6 +7,9 @@ checks every body passes before the controller is asked to act (and so before an
     POST /api/v1/alerts/{fingerprint}/acknowledge
     POST /api/v1/reviews                        {"month": "YYYY-MM"}         -> 202
     POST /api/v1/quarantine/retry               {"path": "...", "reason": "..."} -> 202
+    POST /api/v1/reclaim/jobs/{cluster}/{job_id}/exempt  {"minutes": 1440, "reason": "..."}  (no minutes: while it runs)
+    POST /api/v1/reclaim/actions/{decision_id}/approve   {"reason": "..."}
+    POST /api/v1/reclaim/actions/{decision_id}/reject    {"reason": "..."}
 
 Callers send `Authorization: Bearer <token>`; the token's identity is who the audit trail names, unless a
 trusted authenticating proxy names the user in its header (service/api_identity.py).
@@ -40,6 +43,8 @@ MAX_TEXT = 2000  # characters of a reason or an override; the audit keeps them, 
 MAX_SILENCE = timedelta(days=31)
 PLAN_ID = re.compile(r"[A-Za-z0-9._-]{1,128}")
 FINGERPRINT = re.compile(r"[0-9a-f]{8,64}")
+RECLAIM_JOB = re.compile(r"[A-Za-z0-9._-]{1,128}/[0-9]{1,20}")
+DECISION_ID = re.compile(r"[0-9a-f]{32}")
 # What each action's body may hold; any other field is refused, so a typo is never silently ignored.
 FIELDS: dict[Action, frozenset[str]] = {
     "plan.approve": frozenset({"reason", "override"}),
@@ -48,6 +53,9 @@ FIELDS: dict[Action, frozenset[str]] = {
     "alert.acknowledge": frozenset({"reason"}),
     "review.trigger": frozenset({"month", "reason"}),
     "import.retry": frozenset({"path", "reason"}),
+    "reclaim.exempt": frozenset({"minutes", "reason"}),
+    "reclaim.approve": frozenset({"reason"}),
+    "reclaim.reject": frozenset({"reason"}),
 }
 
 
@@ -70,6 +78,7 @@ class Request:
     month: str | None = None
     override: str | None = None
     via: str | None = None  # the relaying token's identity when a proxy or the dashboard acts for `actor`
+    role: str | None = None  # the caller's role (service/api_tokens.py); None: the CLI, a person at the host
 
 
 class Controller(Protocol):
@@ -97,6 +106,11 @@ def check_target(action: Action, target: str) -> str:
         raise BadRequestError("plan_id must be 1-128 letters, digits, '.', '_' or '-'", where="path plan_id")
     if action.startswith("alert.") and not FINGERPRINT.fullmatch(target):
         raise BadRequestError("fingerprint must be 8-64 lowercase hex digits", where="path fingerprint")
+    if action == "reclaim.exempt" and not RECLAIM_JOB.fullmatch(target):
+        raise BadRequestError("a job is its cluster (1-128 letters, digits, '.', '_' or '-') and its numeric job id",
+                              where="path job_id")
+    if action in ("reclaim.approve", "reclaim.reject") and not DECISION_ID.fullmatch(target):
+        raise BadRequestError("decision_id must be 32 lowercase hex digits", where="path decision_id")
     return target
 
 
@@ -110,7 +124,7 @@ def _text(body: Mapping[str, Any], name: str, what: str) -> str | None:
 
 
 def build_request(actor: str, action: Action, target: str, body: Mapping[str, Any], now: datetime, *,
-                  via: str | None = None) -> Request:
+                  via: str | None = None, role: str | None = None) -> Request:
     """Check every field of `body` for `action`; the Request the controller acts on, or BadRequestError.
 
     Nothing is recorded before this returns, so a refused request leaves no audit row."""
@@ -122,12 +136,13 @@ def build_request(actor: str, action: Action, target: str, body: Mapping[str, An
     reason = _text(body, "reason", "")
     override = _text(body, "override", ": why the plan is approved despite its replay")
     until = None
-    if action == "alert.silence":
+    if action == "alert.silence" or (action == "reclaim.exempt" and body.get("minutes") is not None):
+        what = "a silence" if action == "alert.silence" else "an exemption"
         minutes = body.get("minutes")
         if not isinstance(minutes, int) or isinstance(minutes, bool) or minutes <= 0:
-            raise BadRequestError("a silence needs a positive whole number of minutes", where="body.minutes")
+            raise BadRequestError(f"{what} needs a positive whole number of minutes", where="body.minutes")
         if minutes > MAX_SILENCE // timedelta(minutes=1):  # compared as numbers: 10**26 minutes is no timedelta
-            raise BadRequestError(f"a silence lasts at most {MAX_SILENCE.days} days", where="body.minutes")
+            raise BadRequestError(f"{what} lasts at most {MAX_SILENCE.days} days", where="body.minutes")
         until = now + timedelta(minutes=minutes)
     month = None
     if action == "review.trigger":
@@ -141,7 +156,7 @@ def build_request(actor: str, action: Action, target: str, body: Mapping[str, An
             raise BadRequestError("path must be the quarantined file's path, as `gpusteward status` shows it",
                              where="body.path")
         target = path
-    return Request(actor, action, target, until, reason, month, override, via)
+    return Request(actor, action, target, until, reason, month, override, via, role)
 
 
 def _is_month(value: object) -> bool:

@@ -110,8 +110,9 @@ class _Handlers:
                 "where": "header Authorization"})
         actor = caller.identity
         body = parse_body(await self._read_body(request))
-        target = next(iter(request.path_params.values()), "")
-        checked = build_request(actor, action, str(target), body, self.ctx.controller.now(), via=caller.via)
+        target = "/".join(str(v) for v in request.path_params.values())  # cluster/job_id: two path parameters
+        checked = build_request(actor, action, target, body, self.ctx.controller.now(), via=caller.via,
+                                role=caller.role)
         result = await anyio.to_thread.run_sync(
             functools.partial(self.ctx.controller.act, checked), limiter=self.limiter
         )

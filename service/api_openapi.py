@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from functools import cache
 from typing import Any
 
-from service.api import FIELDS, FINGERPRINT, MAX_BODY, MAX_SILENCE, MAX_TEXT, PLAN_ID
+from service.api import DECISION_ID, FIELDS, FINGERPRINT, MAX_BODY, MAX_SILENCE, MAX_TEXT, PLAN_ID
 from service.api_tokens import least_role
 from warehouse.control import Action
 
@@ -41,6 +41,12 @@ ENDPOINTS: tuple[Endpoint, ...] = (
              "alert.acknowledge"),
     Endpoint("/api/v1/reviews", "POST", "Write the monthly review now (audited)", "review.trigger", 202),
     Endpoint("/api/v1/quarantine/retry", "POST", "Import a quarantined file again (audited)", "import.retry", 202),
+    Endpoint("/api/v1/reclaim/jobs/{cluster}/{job_id}/exempt", "POST",
+             "Object to reclaiming a job: exempt it (a lead of its team or an admin; audited)", "reclaim.exempt"),
+    Endpoint("/api/v1/reclaim/actions/{decision_id}/approve", "POST",
+             "Approve a reclaim action waiting in approve mode (audited)", "reclaim.approve"),
+    Endpoint("/api/v1/reclaim/actions/{decision_id}/reject", "POST",
+             "Reject a reclaim action waiting in approve mode (audited)", "reclaim.reject"),
 )
 
 _TEXT = {"type": ["string", "null"], "maxLength": MAX_TEXT}
@@ -53,7 +59,8 @@ _PROPERTIES: dict[str, dict[str, Any]] = {
     "path": {"type": "string", "minLength": 1, "maxLength": 4096,
              "description": "the quarantined file's path, as `gpusteward status` shows it"},
 }
-_PARAMETERS = {"plan_id": PLAN_ID.pattern, "fingerprint": FINGERPRINT.pattern}
+_PARAMETERS = {"plan_id": PLAN_ID.pattern, "fingerprint": FINGERPRINT.pattern,
+               "cluster": r"[A-Za-z0-9._-]{1,128}", "job_id": r"[0-9]{1,20}", "decision_id": DECISION_ID.pattern}
 _ERROR = {
     "type": "object",
     "required": ["error", "where"],
@@ -75,7 +82,7 @@ _REFUSALS = {
 def _body_schema(action: Action) -> dict[str, Any]:
     fields = sorted(FIELDS[action])
     properties = {name: _PROPERTIES[name] for name in fields}
-    required = [name for name in fields if name in {"minutes", "path"}]
+    required = [name for name in fields if name == "path" or (name == "minutes" and action == "alert.silence")]
     return {"type": "object", "properties": properties, "required": required, "additionalProperties": False}
 
 

@@ -11,8 +11,9 @@ once; like GitHub's and GitLab's tokens, the token's entropy makes a salt unnece
 stolen file does not let anyone call the API. Roles, each including the ones before it:
 
     viewer    GETs only (what the dashboard shows)
-    operator  silence and acknowledge alerts, trigger a review, retry a quarantined import
-    approver  approve and reject quota plans
+    operator  silence and acknowledge alerts, trigger a review, retry a quarantined import, exempt a job
+              from reclaiming (only a lead of the job's team, `reclaim.team_leads`, or an admin)
+    approver  approve and reject quota plans and reclaim actions
     admin     everything
 
 Tokens are compared in constant time and never logged or shown, not even in `repr`. Token files
@@ -40,11 +41,13 @@ log = logging.getLogger("gpusteward.service.api")
 TOKENS_ENV = "GPUSTEWARD_API_TOKENS"
 Role = service_config.Role  # the names live in the config, which maps proxy users to them
 ROLES: tuple[Role, ...] = get_args(Role)
-_OPERATOR: frozenset[Action] = frozenset({"alert.silence", "alert.acknowledge", "review.trigger", "import.retry"})
+_OPERATOR: frozenset[Action] = frozenset(
+    {"alert.silence", "alert.acknowledge", "review.trigger", "import.retry", "reclaim.exempt"}
+)
 ALLOWED: dict[Role, frozenset[Action]] = {
     "viewer": frozenset(),
     "operator": _OPERATOR,
-    "approver": _OPERATOR | {"plan.approve", "plan.reject"},
+    "approver": _OPERATOR | {"plan.approve", "plan.reject", "reclaim.approve", "reclaim.reject"},
     "admin": frozenset(ACTIONS),
 }
 _HASHED = re.compile(r"(?P<identity>[^:\s]+):(?P<role>[a-z]+):sha256:(?P<digest>[0-9a-f]{64})")

@@ -28,6 +28,7 @@ from service.cli_options import (
 )
 from service.cli_quota import quota
 from service.cli_reclaim import reclaim
+from service.cli_scale import ENGINES, export, spark_digester
 from service.cli_scheduler import scheduler
 from service.cli_showback import showback
 from service.cli_simulate_serve import serve_fleet
@@ -164,14 +165,28 @@ def status(config_path: str | None, db_path: str | None, as_json: bool) -> None:
 @db_option
 @month_option
 @click.option("--json", "as_json", is_flag=True, help="Print the result table as JSON.")
-def evaluate(config_path: str | None, db_path: str | None, month: Month | None, as_json: bool) -> None:
+@click.option("--engine", type=click.Choice(ENGINES), default="duckdb", show_default=True,
+              help="Where the month's minute digest is computed: inside the warehouse (duckdb), in Python "
+                   "over the rows read out (the reference), or by Spark over a `gpusteward export` (--parquet).")
+@click.option("--parquet", default=None, help="With --engine spark: the folder or URL the month was exported to.")
+@click.option("--spark-master", default="local[2]", show_default=True,
+              help="With --engine spark: local[N] (N cores here), or a cluster's master URL (spark://, k8s://).")
+def evaluate(config_path: str | None, db_path: str | None, month: Month | None, as_json: bool, engine: str,
+             parquet: str | None, spark_master: str) -> None:
     """Evaluate a month against every scenario's objectives; store and print the results."""
     from service.pipeline import evaluate as run_evaluation
 
     config = load(config_path)
     with open_for_writing(config, db_path) as wh:
         chosen = pick_month(wh, month, config)
-        outputs = run_evaluation(wh, config, chosen)
+        if engine == "spark":
+            outputs = run_evaluation(wh, config, chosen,
+                                     digester=spark_digester(config, chosen, parquet, spark_master))
+        elif engine == "python":
+            outputs = run_evaluation(wh, config, chosen,
+                                     digester=lambda window: wh.month_digest(window, config.idle, engine="python"))
+        else:
+            outputs = run_evaluation(wh, config, chosen)
     if as_json:
         emit(
             {
@@ -297,6 +312,7 @@ cli.add_command(slo)
 cli.add_command(api_token)
 cli.add_command(reclaim)
 cli.add_command(showback)
+cli.add_command(export)
 
 
 def main() -> None:

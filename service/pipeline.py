@@ -29,6 +29,7 @@ from sla.inputs import EvaluationInputs
 from sla.month import evaluate_month
 from sla.outputs import MonthOutputs, plan_protected_frame, plan_replay_frame
 from warehouse import Warehouse
+from warehouse.queries import Digester
 from warehouse.quota_store import applied_changes, plan_body
 from warehouse.showback import month_showback
 
@@ -54,18 +55,20 @@ class Assessment:
 
 
 def evaluate(wh: Warehouse, config: Config, month: Month, *, proposed_by: str = SERVICE_ACTOR,
-             now: datetime | None = None) -> MonthOutputs:
+             now: datetime | None = None, digester: Digester | None = None) -> MonthOutputs:
     """Evaluate the month (its days in the pool's time zone), plan quota changes, and store both;
     return the month's outputs. The stored plan lists everyone who proposed it (the same changes
     proposed again keep the earlier proposers): with separation of duties none of them may approve it.
-    `now`: the plan's creation time (default: the wall clock)."""
-    return store_assessment(wh, assess(wh, config, month, now=now), proposed_by=proposed_by)
+    `now`: the plan's creation time (default: the wall clock). `digester`: the month's minute digest
+    computed elsewhere (Spark, docs/scale.md) instead of inside the warehouse."""
+    return store_assessment(wh, assess(wh, config, month, now=now, digester=digester), proposed_by=proposed_by)
 
 
-def assess(wh: Warehouse, config: Config, month: Month, *, now: datetime | None = None) -> Assessment:
+def assess(wh: Warehouse, config: Config, month: Month, *, now: datetime | None = None,
+           digester: Digester | None = None) -> Assessment:
     """Evaluate the month and plan quota changes from `wh` (a snapshot view will do: it only reads)."""
     month = month.in_zone(config.timezone)
-    inputs = wh.evaluation_inputs(month, idle=config.idle)
+    inputs = wh.evaluation_inputs(month, idle=config.idle, digester=digester)
     outputs = evaluate_month(inputs, config)
     pending, tree, usage = wh.slurm_queue(month)
     plan = _plan(outputs, inputs, config, pending, tree, now=now)
@@ -155,6 +158,13 @@ def raise_alerts(wh: Warehouse, config: Config, outputs: MonthOutputs, now: date
     return AlertRun(alerts, new, run_alert_tick(wh, config, alerts, now))
 
 
+def reclaimed_in(wh: Warehouse, month: Month) -> pl.DataFrame:
+    """The month's reclaim ledger lines and objections."""
+    from warehouse.reclaim_ledger import month_lines
+
+    return month_lines(wh, month.start, month.end)
+
+
 HISTORY_MONTHS = 5
 """Earlier months the review compares against (its trend section)."""
 
@@ -166,7 +176,7 @@ def produce_review(
     changes for the follow-up of last month's) and write it."""
     history = [wh.month_outputs(m) for m in wh.months() if m < month][-HISTORY_MONTHS:]
     outputs = dataclasses.replace(wh.month_outputs(month), showback=month_showback(wh, month, config))
-    review = build_review(outputs, config, history, applied_changes(wh))
+    review = build_review(outputs, config, history, applied_changes(wh), reclaimed_in(wh, month))
     paths = write_review(review, out_dir, formats=tuple(formats), langs=tuple(langs))  # type: ignore[arg-type]
     return review, paths
 

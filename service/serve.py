@@ -38,6 +38,7 @@ from service.api_tokens import load_tokens
 from service.collection import DrainSpool, LiveCollect
 from service.jobs import Job, JobResult, Scheduler
 from service.metrics import ServiceMetrics, epoch
+from service.reclaim_job import ActionsFor, Reclaim, actions_from_config, check_objection
 from service.spool import Spool, spool_beside
 from service.tasks import (
     Evaluate,
@@ -97,6 +98,7 @@ class Service:
         extra_jobs: Callable[[Warehouse, Shared], Sequence[Job]] | None = None,
         env: Mapping[str, str] | None = None,
         lane_sleep: Callable[[str], Callable[[float], None]] | None = None,
+        reclaim_actions: ActionsFor | None = None,
     ) -> None:
         self.config = config
         self.settings = settings
@@ -106,6 +108,7 @@ class Service:
         self.sleep = sleep
         self.lane_sleep = lane_sleep  # a sleep per lane (a test's simulated time for concurrent lanes)
         self.extra_jobs = extra_jobs
+        self.reclaim_actions = reclaim_actions  # None: the schedulers of the config (service/reclaim_job.py)
         self.metrics = ServiceMetrics()
         self.tokens = load_tokens(list(settings.token_files), env)
         self.lock = threading.RLock()
@@ -141,6 +144,8 @@ class Service:
         if self._wh is None or self.stop.is_set():
             raise ControlError("the service is shutting down", status=503)
         month = Month.parse(request.month) if request.month else None  # checked before anything is recorded
+        if request.action == "reclaim.exempt":
+            check_objection(self._wh, self.config, request.actor, request.role, request.target)
         entry = control_store.record(
             self._wh,
             request.actor,
@@ -157,6 +162,9 @@ class Service:
             self.shared.review_requests.append(month)
             for lane in self.lanes:
                 lane.poke("review")
+        if request.action.startswith("reclaim."):  # an objection or an approval counts from the next turn
+            for lane in self.lanes:
+                lane.poke("reclaim")
         if request.action == "import.retry":
             self.shared.retry_files.add(request.target)
             for lane in self.lanes:
@@ -216,6 +224,9 @@ class Service:
                 lock=self.lock,
             ),
         ]
+        if self.config.reclaim.policies:
+            actions = self.reclaim_actions or actions_from_config(self.config)
+            analysis.append(Reclaim(self.config, wh, actions, interval=s.evaluate_interval, lock=self.lock))
         return {"collection": collection, "writer": writer, "analysis": analysis}
 
     def _spooled(self) -> None:

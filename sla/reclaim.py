@@ -75,7 +75,8 @@ def _covered(running: pl.DataFrame, config: Config) -> list[tuple[dict[str, Any]
 
 def _row(job: Mapping[str, Any], policy: ReclaimPolicy, **values: Any) -> dict[str, Any]:
     return {
-        "cluster": job["cluster"], "job_id": job["_id"], "job": job["_label"], "user": job["user"],
+        "cluster": job["cluster"], "job_id": job["_id"], "job": job["_label"], "run_start": job["start_time"],
+        "user": job["user"],
         "account": job["account"], "team": job["team"], "scenario": job["scenario"], "policy": policy.name,
         "when": policy.when, "gpus": job["gpus_allocated"], "action": policy.action, "mode": policy.mode,
         "verdict": "left_alone", **values,
@@ -89,7 +90,7 @@ def _left_alone(row: Mapping[str, Any], reason: str) -> dict[str, Any]:
 
 def _candidate(
     job: Mapping[str, Any], policy: ReclaimPolicy, inputs: ReclaimInputs, *, idle_since: datetime, clipped: bool,
-    warned: Mapping[tuple[str, str, str], datetime], **values: Any,
+    warned: Mapping[tuple[str, str, str], tuple[datetime, datetime | None]], **values: Any,
 ) -> dict[str, Any]:
     """A row for a job whose condition holds: a candidate once it lasted `idle_for`, else idle_too_short."""
     now = naive_utc(inputs.now)
@@ -97,14 +98,18 @@ def _candidate(
     timing = {"idle_since": idle_since, "idle_since_clipped": clipped, "idle_minutes": minutes}
     if now - idle_since < policy.idle_for:
         return _row(job, policy, reason="idle_too_short", **timing, **values)
-    at = warned.get((job["cluster"], job["_id"], policy.name))
+    at, run = warned.get((job["cluster"], job["_id"], policy.name), (None, None))
+    if run is not None and run != job["start_time"]:
+        at = None  # a warning about an earlier run of a requeued job
+    if at is not None and not clipped and at < idle_since:
+        at = None  # a warning of an earlier idle stretch: the job was busy since, so the owner is warned anew
     step, warn_at, due = stage(policy, idle_since, now, at)
     return _row(job, policy, verdict="candidate", stage=step, warn_at=warn_at, action_due=due, **timing, **values)
 
 
 def _by_minutes(
     covered: list[tuple[dict[str, Any], ReclaimPolicy]], inputs: ReclaimInputs, config: Config,
-    warned: Mapping[tuple[str, str, str], datetime],
+    warned: Mapping[tuple[str, str, str], tuple[datetime, datetime | None]],
 ) -> list[dict[str, Any]]:
     now = naive_utc(inputs.now)
     start = naive_utc(inputs.window_start)
@@ -140,7 +145,7 @@ def _by_minutes(
 
 def _by_traffic(
     covered: list[tuple[dict[str, Any], ReclaimPolicy]], inputs: ReclaimInputs, config: Config,
-    warned: Mapping[tuple[str, str, str], datetime], running: pl.DataFrame,
+    warned: Mapping[tuple[str, str, str], tuple[datetime, datetime | None]], running: pl.DataFrame,
 ) -> list[dict[str, Any]]:
     now = naive_utc(inputs.now)
     windows = windows_of(inputs.inference_windows)
@@ -195,13 +200,18 @@ def reclaim_plan(inputs: ReclaimInputs, config: Config) -> pl.DataFrame:
     running = classified_running(inputs, config)
     covered = _covered(running, config)
     warned = {
-        (r["cluster"], r["job_id"], r["policy"]): r["warned_at"] for r in inputs.warned.to_dicts()
+        (r["cluster"], r["job_id"], r["policy"]): (r["warned_at"], r.get("run_start"))
+        for r in inputs.warned.sort("warned_at").to_dicts()  # the latest warning of each job and policy wins
+    }
+    now = naive_utc(inputs.now)
+    objections = {
+        (r["cluster"], r["job_id"]) for r in inputs.exempted.to_dicts() if r["until"] is None or r["until"] > now
     }
     rows: list[dict[str, Any]] = []
     by_minutes = []
     by_traffic = []
     for job, policy in covered:
-        reason = exemption(policy, job)
+        reason = "exempt_objection" if (job["cluster"], job["_id"]) in objections else exemption(policy, job)
         if reason is not None:
             rows.append(_row(job, policy, reason=reason))
         elif policy.when == "no_traffic":
@@ -211,5 +221,5 @@ def reclaim_plan(inputs: ReclaimInputs, config: Config) -> pl.DataFrame:
     rows += _by_minutes(by_minutes, inputs, config, warned)
     rows += _by_traffic(by_traffic, inputs, config, warned, running)
     plan = pl.DataFrame([{k: r.get(k) for k in RECLAIM_PLAN} for r in rows], schema=RECLAIM_PLAN, orient="row")
-    plan = apply_safety(plan, config, naive_utc(inputs.now), inputs.recent_actions)
+    plan = apply_safety(plan, config, now, inputs.recent_actions)
     return plan.sort("cluster", "verdict", "job_id")

@@ -6,7 +6,8 @@ The frames are the warehouse's (gpusteward.tables) cut around `now`:
 - waiting: jobs waiting for GPUs at `now` (WAITING_JOBS)
 - gpu_minutes: GPU_MINUTES rows with ts in [window_start, now)
 - inference_windows: INFERENCE_WINDOWS rows with ts in (window_start, now]
-- warned: warnings already sent (WARNED); empty until the service sends them
+- warned: the latest warning of each job's current run per policy (WARNED), from the reclaim ledger
+- exempted: jobs a team lead exempted through the control API (EXEMPTED), until `until` (null: for good)
 - recent_actions: taking actions of the last hour per cluster (RECENT_ACTIONS), for the cap
 """
 
@@ -21,13 +22,17 @@ from gpusteward.config.schema import Config
 from gpusteward.tables import TS, schema
 
 WAITING_JOBS = schema({"cluster": pl.Utf8, "job_id": pl.Int64, "gpus_requested": pl.Int32})
-WARNED = schema({"cluster": pl.Utf8, "job_id": pl.Utf8, "policy": pl.Utf8, "warned_at": TS})
+WARNED = schema({"cluster": pl.Utf8, "job_id": pl.Utf8, "policy": pl.Utf8, "warned_at": TS, "run_start": TS})
+"""`run_start`: the start of the run the warning was about (null: any run); a warning about an earlier run
+of a requeued job does not count for the current one."""
 RECENT_ACTIONS = schema({"cluster": pl.Utf8, "at": TS})
+EXEMPTED = schema({"cluster": pl.Utf8, "job_id": pl.Utf8, "until": TS, "by": pl.Utf8})
 
 RECLAIM_PLAN = schema({
     "cluster": pl.Utf8,
     "job_id": pl.Utf8,
     "job": pl.Utf8,  # as the owner knows it: `123_4` for an array task
+    "run_start": TS,  # the running record's start: a requeued job's next run is a new episode
     "user": pl.Utf8,
     "account": pl.Utf8,
     "team": pl.Utf8,
@@ -55,7 +60,7 @@ VERDICTS = ("candidate", "capped", "paused", "left_alone")
 REASONS = (
     "busy", "no_data", "partial_data", "idle_too_short", "nobody_waiting", "no_service", "min_replicas",
     "inference_reserve", "exempt_account", "exempt_qos", "exempt_user", "exempt_name", "exempt_label",
-    "exempt_reservation", "exemption_unknown",
+    "exempt_reservation", "exemption_unknown", "exempt_objection",
 )
 """Why a covered job is left alone; each has `reclaim.reason.<code>` in the service catalogues."""
 
@@ -79,3 +84,4 @@ class ReclaimInputs:
     inference_windows: pl.DataFrame
     warned: pl.DataFrame = field(default_factory=lambda: pl.DataFrame(schema=WARNED))
     recent_actions: pl.DataFrame = field(default_factory=lambda: pl.DataFrame(schema=RECENT_ACTIONS))
+    exempted: pl.DataFrame = field(default_factory=lambda: pl.DataFrame(schema=EXEMPTED))

@@ -18,12 +18,16 @@ import polars as pl
 
 from gpusteward import tables
 from gpusteward.tables import schema
-from warehouse.sql import run, scalar
+from warehouse.sql import run, scalar, transaction
 from warehouse.store import Warehouse
 
-Action = Literal["plan.approve", "plan.reject", "alert.silence", "alert.acknowledge", "review.trigger", "import.retry"]
+Action = Literal[
+    "plan.approve", "plan.reject", "alert.silence", "alert.acknowledge", "review.trigger", "import.retry",
+    "reclaim.exempt", "reclaim.approve", "reclaim.reject",
+]
 ACTIONS: tuple[Action, ...] = (
-    "plan.approve", "plan.reject", "alert.silence", "alert.acknowledge", "review.trigger", "import.retry"
+    "plan.approve", "plan.reject", "alert.silence", "alert.acknowledge", "review.trigger", "import.retry",
+    "reclaim.exempt", "reclaim.approve", "reclaim.reject",
 )
 
 CONTROL_ACTIONS = schema(
@@ -138,16 +142,46 @@ def record(
         con, "SELECT count(*) FROM quarantined_files WHERE path = ?", [target]
     ):
         raise ControlError(f"no quarantined file at {target!r} (`gpusteward status` lists them)", status=404)
+    elif action == "reclaim.exempt":
+        _check_job(con, target)
+        if until is not None and _naive(until) <= _naive(at):
+            raise ControlError("an exemption needs an end in the future (or none: for as long as the job runs)",
+                               status=400)
+    elif action in ("reclaim.approve", "reclaim.reject"):
+        _check_awaiting(con, target)
     entry = ActionRecord(uuid.uuid4().hex, _naive(at), actor, action, target, _naive(until) if until else None, reason,
                          override, via)
-    run(
-        con,
-        "INSERT INTO control_actions (action_id, acted_at, actor, action, target, until_ts, reason, override, via)"
-        " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
-        [entry.action_id, entry.at, entry.actor, entry.action, entry.target, entry.until, entry.reason,
-         entry.override, entry.via],
-    )
+    with transaction(con):
+        run(
+            con,
+            "INSERT INTO control_actions (action_id, acted_at, actor, action, target, until_ts, reason, override, via)"
+            " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            [entry.action_id, entry.at, entry.actor, entry.action, entry.target, entry.until, entry.reason,
+             entry.override, entry.via],
+        )
+        if action in ("reclaim.approve", "reclaim.reject"):
+            # An approved action goes to the scheduler at the service's next turn; the approver is who decided it.
+            state = "pending" if action == "reclaim.approve" else "rejected"
+            run(con, "UPDATE reclaim_decisions SET state = ?, decided_by = ? WHERE decision_id = ?",
+                [state, actor, target])
     return entry
+
+
+def _check_job(con: duckdb.DuckDBPyConnection, target: str) -> None:
+    cluster, _, job_id = target.partition("/")
+    if not job_id.isdigit() or not scalar(
+        con, "SELECT count(*) FROM jobs WHERE cluster = ? AND job_id = ?", [cluster, int(job_id)]
+    ):
+        raise ControlError(f"no job {job_id or '?'} on cluster {cluster!r} in the warehouse", status=404)
+
+
+def _check_awaiting(con: duckdb.DuckDBPyConnection, decision_id: str) -> None:
+    found = run(con, "SELECT kind, state FROM reclaim_decisions WHERE decision_id = ?", [decision_id])
+    if not found or found[0][0] != "action":
+        raise ControlError(f"no reclaim action {decision_id!r}", status=404)
+    if found[0][1] != "awaiting_approval":
+        raise ControlError(f"reclaim action {decision_id!r} is not waiting for approval (it is {found[0][1]})",
+                           status=409)
 
 
 REFUSED_APPROVAL = "plan.approve.refused"  # an audit row only: never a decision, never in ACTIONS

@@ -1,4 +1,5 @@
-"""A month's GPU-minutes a few whole hosts at a time, and the evaluation's digest built from them.
+"""A month's GPU-minutes a few whole hosts at a time, and the evaluation's digest built from them
+(by the SQL digest inside DuckDB, or by the Python reference over the rows read out).
 
 The evaluation needs sums, gaps and idle runs, never the month's minutes at once
 (sla.minute_digest): reading them a chunk of hosts at a time bounds memory by the chunk, not the
@@ -11,6 +12,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from datetime import datetime
+from typing import Literal
 
 import duckdb
 import polars as pl
@@ -19,7 +21,16 @@ from gpusteward import tables
 from gpusteward.config.schema import IdleConfig
 from sla.common import Window
 from sla.minute_digest import MinuteDigest, digest_minutes, merge_digests
+from warehouse.digest.duckdb_digest import warehouse_digest
 from warehouse.sql import run, unregister
+
+DigestEngine = Literal["duckdb", "python"]
+DIGEST_ENGINES: tuple[DigestEngine, ...] = ("duckdb", "python")
+
+SQL_CHUNK_ROWS = 50_000_000
+"""GPU-minutes per chunk for the SQL digest, a month of ~1,100 GPUs: DuckDB sorts each chunk's rows
+for its window functions (about 40 bytes a row, within the warehouse's 4 GB memory limit), and no
+row leaves the engine, so chunks can be far larger than the Python digest's."""
 
 CHUNK_ROWS = 4_000_000
 """GPU-minutes per chunk, a month of ~90 GPUs: a month's review peaks at 4.2 GiB for 1,000 GPUs and
@@ -71,8 +82,25 @@ def minute_chunks(
 
 
 def month_digest(
-    con: duckdb.DuckDBPyConnection, window: Window, idle: IdleConfig, chunk_rows: int = CHUNK_ROWS
+    con: duckdb.DuckDBPyConnection,
+    window: Window,
+    idle: IdleConfig,
+    chunk_rows: int | None = None,
+    engine: DigestEngine = "duckdb",
 ) -> MinuteDigest:
-    """The evaluation's digest of the window's GPU-minutes, read a chunk of hosts at a time."""
-    parts = [digest_minutes(frame, window, idle) for frame in minute_chunks(con, window.start, window.end, chunk_rows)]
+    """The evaluation's digest of the window's GPU-minutes, a chunk of hosts at a time.
+
+    engine "duckdb": the SQL digest (warehouse/digest) runs inside DuckDB and only the digest leaves
+    it; "python": the chunk's rows are read out and digested by sla.minute_digest, the reference.
+    Both give the same digest (tests/warehouse/test_sql_digest.py); "duckdb" is the faster
+    (docs/performance.md, "The minute digest in SQL").
+    """
+    if engine == "python":
+        frames = minute_chunks(con, window.start, window.end, chunk_rows or CHUNK_ROWS)
+        parts = [digest_minutes(frame, window, idle) for frame in frames]
+    elif engine == "duckdb":
+        chunks = host_chunks(con, window.start, window.end, chunk_rows or SQL_CHUNK_ROWS)
+        parts = [warehouse_digest(con, window, idle, keys) for keys in chunks]
+    else:
+        raise ValueError(f"unknown digest engine {engine!r}: use one of {', '.join(DIGEST_ENGINES)}")
     return merge_digests(parts, window, idle)

@@ -12,6 +12,8 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any, Protocol
 
+import duckdb
+
 from warehouse.sql import run, scalar, transaction
 from warehouse.store import Warehouse
 
@@ -100,15 +102,7 @@ class WarehouseOutbox:
         con = self._wh.connection
         with transaction(con):
             before = int(scalar(con, "SELECT count(*) FROM alert_outbox"))
-            for it in items:
-                state = "shadow" if it.shadow else "pending"
-                created = _naive(it.created_at)
-                run(
-                    con,
-                    "INSERT OR IGNORE INTO alert_outbox (key, receiver, group_key, payload, created_at, state,"
-                    " next_attempt_at) VALUES (?, ?, ?, ?, ?, ?, ?)",
-                    [it.key, it.receiver, it.group_key, it.payload, created, state, created],
-                )
+            insert_items(con, items)
             new = int(scalar(con, "SELECT count(*) FROM alert_outbox")) - before
             if engine_state is not None:
                 run(
@@ -157,6 +151,19 @@ class WarehouseOutbox:
                     [state, attempt, nxt, error, key],
                 )
             run(con, "INSERT INTO alert_delivery_log VALUES (?, ?, ?, ?, ?)", [key, attempt, when, outcome, error])
+
+
+def insert_items(con: duckdb.DuckDBPyConnection, items: Sequence[Enqueueable]) -> None:
+    """Add the items whose key is new (inside the caller's transaction): stored before they are sent."""
+    for it in items:
+        state = "shadow" if it.shadow else "pending"
+        created = _naive(it.created_at)
+        run(
+            con,
+            "INSERT OR IGNORE INTO alert_outbox (key, receiver, group_key, payload, created_at, state,"
+            " next_attempt_at) VALUES (?, ?, ?, ?, ?, ?, ?)",
+            [it.key, it.receiver, it.group_key, it.payload, created, state, created],
+        )
 
 
 def engine_state(wh: Warehouse, engine: str = ENGINE) -> str | None:

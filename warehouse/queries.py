@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from dataclasses import replace
 from datetime import datetime, timedelta
 from typing import Any
@@ -15,13 +16,17 @@ from gpusteward.config.schema import IdleConfig
 from gpusteward.domain import Month
 from gpusteward.tables import schema
 from sla import results
-from sla.common import window_of
+from sla.common import Window, window_of
 from sla.inputs import GPU_INVENTORY, EvaluationInputs
+from sla.minute_digest import MinuteDigest
 from sla.outputs import MonthOutputs, plan_protected_frame, plan_replay_frame
 from warehouse.daily import month_accounts, month_arrays, month_daily_usage, month_failures
 from warehouse.ledger import month_gpu_states, month_ledger
-from warehouse.minute_chunks import CHUNK_ROWS, month_digest
+from warehouse.minute_chunks import DigestEngine, month_digest
 from warehouse.sql import run, scalar
+
+Digester = Callable[[Window], MinuteDigest]
+"""Computes the digest of the evaluation's window elsewhere (warehouse.digest.spark_digest)."""
 
 USER_TABLES = (
     "gpus",
@@ -86,10 +91,17 @@ def _bounds(month: Month) -> list[datetime]:
 
 
 def evaluation_inputs(
-    con: duckdb.DuckDBPyConnection, month: Month, *, idle: IdleConfig | None = None, chunk_rows: int = CHUNK_ROWS
+    con: duckdb.DuckDBPyConnection,
+    month: Month,
+    *,
+    idle: IdleConfig | None = None,
+    chunk_rows: int | None = None,
+    engine: DigestEngine = "duckdb",
+    digester: Digester | None = None,
 ) -> EvaluationInputs:
-    """The month's inputs. With `idle`, the GPU-minutes come digested (read a chunk of hosts at a time,
-    so memory does not grow with the fleet) and `gpu_minutes` is empty; without, they come whole."""
+    """The month's inputs. With `idle`, the GPU-minutes come digested (by `engine`, a chunk of hosts at
+    a time, so memory does not grow with the fleet; or by `digester`, given the evaluation's window,
+    for example Spark over an export) and `gpu_minutes` is empty; without, they come whole."""
     lo, hi = _bounds(month)
     jobs = month_jobs(con, month)
     events = _frame(
@@ -133,7 +145,16 @@ def evaluation_inputs(
     inputs = EvaluationInputs(month, jobs, events, minutes, windows, quotas, gpus, data_end(con))
     if idle is None:
         return inputs
-    return replace(inputs, minute_digest=month_digest(con, window_of(inputs), idle, chunk_rows))
+    window = window_of(inputs)
+    if digester is not None:
+        digest = digester(window)
+        if digest.window != window or digest.idle != idle:
+            raise ValueError(
+                f"the digest handed in covers {digest.window} with {digest.idle}, "
+                f"not the evaluation's {window} with {idle}"
+            )
+        return replace(inputs, minute_digest=digest)
+    return replace(inputs, minute_digest=month_digest(con, window, idle, chunk_rows, engine))
 
 
 def month_jobs(con: duckdb.DuckDBPyConnection, month: Month) -> pl.DataFrame:

@@ -2,7 +2,8 @@
 
 Counted from the GPU-minutes the exporters reported (the `gpu_minutes` view), so an hour in which a
 cluster reported nothing has no row: no data, never 0. Per hour:
-- reporting_gpus: GPU-minutes reported / 60, the GPUs the cluster reported on average over the hour;
+- reporting_gpus: GPU-minutes reported / 60, the GPUs the cluster reported on average over the hour,
+  in whole-GPU equivalents (a MIG instance's minute counts its share of the card, `gpus.share`);
 - allocated_gpus: of those, the GPU-minutes a job held (the minute carries its job id) / 60;
 - inference_gpus: of those, the minutes held by online_inference jobs (the job's latest record,
   classified by the configured rules, as the evaluators do), so the chart can set the rest against
@@ -49,7 +50,7 @@ _SLOTS = f"""
     ),
     v AS (SELECT *, job_id IS NOT NULL AND NOT isnan(u) AS valued FROM m)
     SELECT g.cluster, v.slot, v.job_id,
-           count(*) AS minutes,
+           sum(g.share) AS minutes,
            sum(valued::INTEGER) AS util_minutes,
            sum((valued AND engine)::INTEGER) AS engine_minutes,
            coalesce(sum(CASE WHEN valued THEN u END), 0.0) AS util_sum

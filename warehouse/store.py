@@ -16,12 +16,15 @@ import polars as pl
 from gpusteward.config.schema import IdleConfig
 from gpusteward.domain import Month
 from gpusteward.errors import InputError
+from sla.common import Window
 from sla.inputs import EvaluationInputs
+from sla.minute_digest import MinuteDigest
 from sla.outputs import MonthOutputs
 from warehouse import ingest, quarantine, queries
 from warehouse.backup import backup_before_migrating
+from warehouse.export import Exported, export_month
 from warehouse.migrate import available, current_version, migrate, pending
-from warehouse.minute_chunks import CHUNK_ROWS
+from warehouse.minute_chunks import DigestEngine, month_digest
 from warehouse.quarantine import Quarantined
 from warehouse.sql import run, transaction, unregister
 
@@ -292,13 +295,29 @@ class Warehouse:
         return {t: self.count(t) for t in queries.USER_TABLES}
 
     def evaluation_inputs(
-        self, month: Month, *, idle: IdleConfig | None = None, chunk_rows: int = CHUNK_ROWS
+        self,
+        month: Month,
+        *,
+        idle: IdleConfig | None = None,
+        chunk_rows: int | None = None,
+        engine: DigestEngine = "duckdb",
+        digester: queries.Digester | None = None,
     ) -> EvaluationInputs:
         """The month's evaluation inputs; see queries.evaluation_inputs (`idle`: digested GPU-minutes)."""
-        return queries.evaluation_inputs(self._con, month, idle=idle, chunk_rows=chunk_rows)
+        return queries.evaluation_inputs(
+            self._con, month, idle=idle, chunk_rows=chunk_rows, engine=engine, digester=digester
+        )
 
     def data_end(self) -> datetime | None:
         return queries.data_end(self._con)
+
+    def month_digest(self, window: Window, idle: IdleConfig, *, engine: DigestEngine = "duckdb") -> MinuteDigest:
+        """The minute digest of `window` by `engine` (warehouse.minute_chunks.month_digest)."""
+        return month_digest(self._con, window, idle, engine=engine)
+
+    def export_month(self, month: Month, dest: str) -> Exported:
+        """Write the month's GPU-minutes as Hive-partitioned Parquet under `dest` (warehouse.export)."""
+        return export_month(self._con, month, dest)
 
     def slurm_queue(self, month: Month) -> tuple[pl.DataFrame, pl.DataFrame, pl.DataFrame]:
         """(PENDING_JOBS, ACCOUNT_TREE, QUOTA_USAGE) of the month; see queries.slurm_queue."""

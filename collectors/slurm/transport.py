@@ -112,6 +112,9 @@ class SlurmRest:
     def post(self, path: str, body: Any) -> Any:
         return self._send("POST", path, body=body)
 
+    def delete(self, path: str) -> Any:
+        return self._send("DELETE", path)
+
     def _send(self, method: str, path: str, *, params: Mapping[str, str] | None = None, body: Any = None) -> Any:
         source = f"{self.where} {method} {path}"
         try:

@@ -77,3 +77,17 @@ class ReclaimConfig:
         DEFAULT_MAX_ACTIONS_PER_HOUR, "most taking actions (requeue, suspend, cancel, scale) per cluster in any hour"
     )
     policies: list[ReclaimPolicy] = opt([], "reclaim policies; the first that covers a job decides")
+    receivers: list[str] = opt(
+        [], "receivers ([[alerts.receivers]]) every warning and action notice goes to; empty: every receiver"
+    )
+    team_receivers: dict[str, list[str]] = opt({}, "per team, receivers its warnings also go to (the team's channel)")
+    team_leads: dict[str, list[str]] = opt(
+        {}, "per team, the identities (control API callers) who may exempt the team's jobs from reclaiming"
+    )
+    deployments: dict[str, str] = opt(
+        {}, "scale actions: inference service -> the Kubernetes Deployment serving it, as namespace/name"
+    )
+    kubernetes_clusters: list[str] = opt(
+        [], "clusters whose actions go to the [kubernetes] API server (Kueue Workloads, Deployments);"
+        " Slurm clusters' go through their [[service.slurm]] entry"
+    )

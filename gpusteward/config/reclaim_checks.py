@@ -64,4 +64,12 @@ def check_reclaim(config: Config) -> list[str]:
         if names.count(policy.name) > 1:
             problems.append(f"{path}.name: duplicate policy {policy.name!r}")
         problems.extend(_policy(path, policy, config))
+    known = {r.name for r in config.alerts.receivers}
+    named = [("reclaim.receivers", r) for r in reclaim.receivers] + [
+        (f"reclaim.team_receivers.{team}", r) for team, rs in reclaim.team_receivers.items() for r in rs
+    ]
+    problems.extend(f"{key}: no receiver {name!r} in [[alerts.receivers]]" for key, name in named if name not in known)
+    for service, where in reclaim.deployments.items():
+        if where.count("/") != 1 or not all(where.split("/")):
+            problems.append(f"reclaim.deployments.{service}: expected namespace/name, got {where!r}")
     return problems

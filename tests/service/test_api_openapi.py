@@ -58,7 +58,8 @@ def test_every_route_is_documented_and_every_documented_operation_is_routed(docu
 
 def test_every_documented_operation_answers_at_its_path(api: ServedApi, document: dict[str, Any]) -> None:
     for path, ops in document["paths"].items():
-        concrete = path.replace("{plan_id}", "p-1").replace("{fingerprint}", "0123456789abcdef")
+        concrete = (path.replace("{plan_id}", "p-1").replace("{fingerprint}", "0123456789abcdef")
+                    .replace("{cluster}", "east").replace("{job_id}", "42").replace("{decision_id}", "ab" * 16))
         for method, op in ops.items():
             response = httpx.request(method, api.url + concrete, timeout=10)  # no token
             expected = 401 if op.get("security") else 200
@@ -94,7 +95,8 @@ def _post_every_documented_body(api: ServedApi, doc: dict[str, Any]) -> None:
         if op is None:
             continue
         props = op["requestBody"]["content"]["application/json"]["schema"]["properties"]
-        concrete = path.replace("{plan_id}", "p-1").replace("{fingerprint}", "0123456789abcdef")
+        concrete = (path.replace("{plan_id}", "p-1").replace("{fingerprint}", "0123456789abcdef")
+                    .replace("{cluster}", "east").replace("{job_id}", "42").replace("{decision_id}", "ab" * 16))
         response = httpx.post(api.url + concrete, json={k: samples[k] for k in props},
                               headers={"Authorization": f"Bearer {TOKEN}"}, timeout=10)
         assert response.status_code in {200, 202}, (path, response.text)

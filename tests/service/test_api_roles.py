@@ -26,12 +26,15 @@ REQUESTS: dict[Action, tuple[str, dict[str, object]]] = {
     "alert.acknowledge": ("/api/v1/alerts/0123456789abcdef/acknowledge", {}),
     "review.trigger": ("/api/v1/reviews", {"month": "2026-10"}),
     "import.retry": ("/api/v1/quarantine/retry", {"path": "/in/x.om"}),
+    "reclaim.exempt": ("/api/v1/reclaim/jobs/east/42/exempt", {"minutes": 60, "reason": "demo tomorrow"}),
+    "reclaim.approve": ("/api/v1/reclaim/actions/" + "ab" * 16 + "/approve", {}),
+    "reclaim.reject": ("/api/v1/reclaim/actions/" + "ab" * 16 + "/reject", {"reason": "still needed"}),
 }
 EXPECTED: dict[Role, set[Action]] = {
     "viewer": set(),
-    "operator": {"alert.silence", "alert.acknowledge", "review.trigger", "import.retry"},
-    "approver": {"alert.silence", "alert.acknowledge", "review.trigger", "import.retry", "plan.approve",
-                 "plan.reject"},
+    "operator": {"alert.silence", "alert.acknowledge", "review.trigger", "import.retry", "reclaim.exempt"},
+    "approver": {"alert.silence", "alert.acknowledge", "review.trigger", "import.retry", "reclaim.exempt",
+                 "plan.approve", "plan.reject", "reclaim.approve", "reclaim.reject"},
     "admin": set(ACTIONS),
 }
 

@@ -107,6 +107,17 @@ def test_review_names_the_starving_queue_and_the_idle_notebooks(demo_dir: Path) 
     assert "Vision" in summary
 
 
+def test_the_review_shows_what_the_fleets_shadow_reclaimer_would_have_done(demo_dir: Path) -> None:
+    review = (demo_dir / "reports" / "review-2026-10.en.md").read_text()
+    section = review.split("## Reclaimed this month")[1].split("\n## ")[0]
+    assert "3 reclaim policies are configured (modes: shadow)." in section
+    # Seed 7: the replay's shadow policies would have warned two idle Research notebooks and acted on neither
+    # (at their action's turn they were busy again, or nobody waited); the golden review holds the figures.
+    assert "Shadow-mode policies would have warned" in section
+    assert "| Interactive | Research |" in section
+    assert "## 本月回收" in (demo_dir / "reports" / "review-2026-10.zh.md").read_text()
+
+
 def test_status_shows_the_exporter_outage_as_missing_minutes(demo_dir: Path) -> None:
     result = run("status", "--config", str(demo_dir / "gpusteward.toml"), "--db", str(demo_dir / "gpusteward.duckdb"),
                  "--json")

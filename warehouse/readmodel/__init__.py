@@ -28,6 +28,7 @@ and, after every write cycle, publishes a snapshot of the derived data as Parque
         quota_plans/part-0.parquet     every plan, with its decision (approved/rejected) when one was taken
         alert_states/part-0.parquet    silences and acknowledgements per alert fingerprint
         control_actions/part-0.parquet the audit trail of the control API
+        reclaim_pending/part-0.parquet reclaim warnings not yet acted on, actions waiting (warehouse/reclaim_ledger.py)
 
 A version is written into a hidden temporary folder, renamed into place, and only then named in
 CURRENT (write CURRENT.tmp, then rename over CURRENT), so a reader sees the previous complete

@@ -12,6 +12,7 @@ import polars as pl
 
 from gpusteward import tables
 from gpusteward.domain import Month
+from gpusteward.reclaim_ledger import RECLAIM_DECISIONS
 from sla.outputs import MonthOutputs, plan_protected_frame, plan_replay_frame
 from warehouse import control, gpu_series, queries
 from warehouse.gpu_buckets import GPU_INVENTORY
@@ -124,3 +125,7 @@ class ReadModel:
 
     def control_actions(self) -> pl.DataFrame:
         return self.whole.get("control_actions", tables.empty(control.CONTROL_ACTIONS))
+
+    def reclaim_pending(self) -> pl.DataFrame:
+        """Reclaim warnings not yet acted on and actions still waiting (warehouse.reclaim_ledger.open_lines)."""
+        return self.whole.get("reclaim_pending", tables.empty(RECLAIM_DECISIONS))

@@ -11,7 +11,7 @@ import polars as pl
 from gpusteward import tables
 from gpusteward.config.schema import Config
 from gpusteward.domain import Month
-from warehouse import control, queries, series
+from warehouse import control, queries, reclaim_ledger, series
 from warehouse.gpu_buckets import gpu_inventory
 from warehouse.gpu_series import WarehouseSeries
 from warehouse.readmodel.model import ReadModel
@@ -65,6 +65,7 @@ def snapshot(
         "alert_states": control.alert_states(wh),
         "control_actions": control.actions(wh),
         "gpu_inventory": gpu_inventory(wh),
+        "reclaim_pending": reclaim_ledger.open_lines(wh),
     }
     moment = now or datetime.now(UTC)
     published = moment.astimezone(UTC).replace(tzinfo=None) if moment.tzinfo else moment

@@ -6,6 +6,7 @@ from __future__ import annotations
 import polars as pl
 
 from gpusteward import tables
+from gpusteward.reclaim_ledger import RECLAIM_DECISIONS
 from sla import results
 from warehouse import control, queries, series
 from warehouse.gpu_buckets import GPU_INVENTORY
@@ -52,4 +53,5 @@ WHOLE_TABLES: dict[str, pl.Schema] = {
     "alert_states": control.ALERT_STATES,
     "control_actions": control.CONTROL_ACTIONS,
     "gpu_inventory": GPU_INVENTORY,
+    "reclaim_pending": RECLAIM_DECISIONS,
 }

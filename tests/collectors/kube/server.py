@@ -31,6 +31,7 @@ PLURALS = {
     "Workload": "workloads",
     "Queue": "queues",
     "PodGroup": "podgroups",
+    "Deployment": "deployments",
 }
 
 
