@@ -57,7 +57,8 @@ from reports.locale import LANGS, Lang  # noqa: E402
 CACHE_TTL_S = 60
 VIEW_KEY = "_gpusteward_view"
 SCREENS = Path(__file__).parent / "screens"
-PAGES = ("overview", "scenarios", "queues", "inference", "idle", "preemption", "review", "plans", "alerts")
+PAGES = ("overview", "scenarios", "queues", "inference", "idle", "showback", "preemption", "review", "plans",
+         "alerts")
 # The GPU heatmap and the drill-down from a team to its jobs and to one job (dashboards/drill_pages.py). A
 # comment, not a docstring: Streamlit runs this file as a page and would write a bare string on it.
 DRILL_PAGES = ("heatmap", "jobs", "job")

@@ -96,6 +96,7 @@ def filter_outputs(outputs: MonthOutputs, f: Filters) -> MonthOutputs:
         episodes=_keep(outputs.episodes, "subject", f.clusters) if not f.teams else outputs.episodes.head(0),
         completeness=_keep(outputs.completeness, "cluster", f.clusters),
         plan_items=_keep(_keep(outputs.plan_items, "cluster", f.clusters), "team", f.teams),
+        showback=rows(outputs.showback),
     )
 
 

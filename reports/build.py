@@ -16,6 +16,7 @@ from reports.model import Review, Section
 from reports.operations import build_breaches, build_completeness, build_quota
 from reports.pending import build_failures, build_preemption, build_trend
 from reports.reclaimed import build_reclaimed
+from reports.showback import build_showback
 from reports.usage import build_task_mix
 from sla.followup import AppliedChange
 from sla.outputs import MonthOutputs
@@ -27,6 +28,7 @@ SECTIONS: tuple[tuple[str, Callable[[Context], Section]], ...] = (
     ("queues", build_queues),
     ("latency", build_latency),
     ("idle", build_idle),
+    ("showback", build_showback),
     ("preemption", build_preemption),
     ("breaches", build_breaches),
     ("failures", build_failures),

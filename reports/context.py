@@ -25,6 +25,7 @@ from sla.results import (
     PLAN_PROTECTED,
     PLAN_REPLAY,
     QUOTA_PLAN_ITEMS,
+    SHOWBACK,
     SLA_RESULTS,
     USAGE,
 )
@@ -42,6 +43,7 @@ FRAMES: dict[str, tuple[str, pl.Schema]] = {
     "failures": ("failures", FAILURES),
     "arrays": ("month_arrays", ARRAYS),
     "accounts": ("month_accounts", ACCOUNT_ROLLUP),
+    "showback": ("showback", SHOWBACK),
 }
 """MonthOutputs attribute -> (source name in the catalogue, schema)."""
 

@@ -163,6 +163,10 @@ class Formatter:
             text = self.t("unit.gpus", n=self._trimmed(v, 1))
         elif q.kind == "count":
             text = self.number(v)
+        elif q.kind == "money":
+            text = self.number(v, 2)
+        elif q.kind == "kwh":
+            text = self.t("unit.kwh", n=self.number(v, 0 if abs(v) >= 100 else 1))
         else:
             text = self._trimmed(v, 2)
         return self.t(f"bound.{q.bound}", v=text) if q.bound else text

@@ -15,8 +15,9 @@ from gpusteward.domain import Month
 Severity = Literal["critical", "warning", "info"]
 SEVERITY_ORDER: tuple[Severity, ...] = ("critical", "warning", "info")
 
-QuantityKind = Literal["duration", "percent", "multiple", "gpu_hours", "count", "gpus", "number"]
-"""How a number is written: seconds as a duration, a 0..1 ratio as a percentage, and so on."""
+QuantityKind = Literal["duration", "percent", "multiple", "gpu_hours", "count", "gpus", "number", "money", "kwh"]
+"""How a number is written: seconds as a duration, a 0..1 ratio as a percentage, money to the cent (its
+currency named by the text around it), and so on."""
 
 Bound = Literal["at_most", "at_least"]
 

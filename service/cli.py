@@ -30,6 +30,7 @@ from service.cli_quota import quota
 from service.cli_reclaim import reclaim
 from service.cli_scale import ENGINES, export, spark_digester
 from service.cli_scheduler import scheduler
+from service.cli_showback import showback
 from service.cli_simulate_serve import serve_fleet
 from service.cli_slo import slo
 from service.cli_tokens import api_token
@@ -310,6 +311,7 @@ cli.add_command(serve_fleet)
 cli.add_command(slo)
 cli.add_command(api_token)
 cli.add_command(reclaim)
+cli.add_command(showback)
 cli.add_command(export)
 
 

@@ -31,6 +31,7 @@ from sla.outputs import MonthOutputs, plan_protected_frame, plan_replay_frame
 from warehouse import Warehouse
 from warehouse.queries import Digester
 from warehouse.quota_store import applied_changes, plan_body
+from warehouse.showback import month_showback
 
 
 def latest_month(wh: Warehouse, tz: str = "UTC") -> Month:
@@ -174,7 +175,8 @@ def produce_review(
     """Build the month's review (with the earlier evaluated months as history, and the applied quota
     changes for the follow-up of last month's) and write it."""
     history = [wh.month_outputs(m) for m in wh.months() if m < month][-HISTORY_MONTHS:]
-    review = build_review(wh.month_outputs(month), config, history, applied_changes(wh), reclaimed_in(wh, month))
+    outputs = dataclasses.replace(wh.month_outputs(month), showback=month_showback(wh, month, config))
+    review = build_review(outputs, config, history, applied_changes(wh), reclaimed_in(wh, month))
     paths = write_review(review, out_dir, formats=tuple(formats), langs=tuple(langs))  # type: ignore[arg-type]
     return review, paths
 

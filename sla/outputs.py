@@ -9,7 +9,17 @@ from typing import Any
 import polars as pl
 
 from gpusteward.domain import Month
-from sla.results import ACCOUNT_ROLLUP, ARRAYS, DAILY_USAGE, FAILURES, IDLE_BY_GPU, LEDGER, PLAN_PROTECTED, PLAN_REPLAY
+from sla.results import (
+    ACCOUNT_ROLLUP,
+    ARRAYS,
+    DAILY_USAGE,
+    FAILURES,
+    IDLE_BY_GPU,
+    LEDGER,
+    PLAN_PROTECTED,
+    PLAN_REPLAY,
+    SHOWBACK,
+)
 
 
 def _empty_ledger() -> pl.DataFrame:
@@ -34,6 +44,10 @@ def _empty_arrays() -> pl.DataFrame:
 
 def _empty_accounts() -> pl.DataFrame:
     return pl.DataFrame(schema=ACCOUNT_ROLLUP)
+
+
+def _empty_showback() -> pl.DataFrame:
+    return pl.DataFrame(schema=SHOWBACK)
 
 
 def _rows(rows: Sequence[Mapping[str, Any]], target: pl.Schema) -> pl.DataFrame:
@@ -62,9 +76,10 @@ class MonthOutputs:
     ARRAYS; accounts: ACCOUNT_ROLLUP (filled in by the caller that reads the Slurm queue snapshots,
     like plan_items); plan_replay: PLAN_REPLAY of the month's latest plan (observed, replayed under the
     current limits and under the plan, per cluster, team and queue); plan_protected: PLAN_PROTECTED, the
-    protected objectives that plan's replay makes worse. The last eight default to empty frames, so that
-    readers of stored months written
-    before they existed still build a MonthOutputs.
+    protected objectives that plan's replay makes worse; showback: SHOWBACK, computed from the warehouse
+    with today's prices when a review or a read model is made (never stored: a price change applies to
+    every month read after it). The last nine default to empty frames, so that readers of stored months
+    written before they existed still build a MonthOutputs.
     """
 
     month: Month
@@ -82,3 +97,4 @@ class MonthOutputs:
     accounts: pl.DataFrame = field(default_factory=_empty_accounts)
     plan_replay: pl.DataFrame = field(default_factory=plan_replay_frame)
     plan_protected: pl.DataFrame = field(default_factory=plan_protected_frame)
+    showback: pl.DataFrame = field(default_factory=_empty_showback)

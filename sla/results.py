@@ -227,3 +227,32 @@ FAILURES = schema(
         "cause": pl.Utf8,
     }
 )
+
+MONEY = pl.Decimal(18, 2)
+"""Costs: exact to the cent (Decimal), in the config's `showback.currency`."""
+
+SHOWBACK = schema(
+    {
+        "cluster": pl.Utf8,
+        "team": pl.Utf8,  # null on an unallocated row, or showback.platform_team under `platform`
+        "scenario": pl.Utf8,  # null on an unallocated row
+        "account": pl.Utf8,  # the scheduler account; null on an unallocated row
+        "kind": pl.Utf8,  # allocated | unallocated (the cluster's capacity nobody was allocated)
+        "currency": pl.Utf8,
+        "jobs": pl.Int64,  # job records that held GPUs in the window
+        "gpu_hours": pl.Float64,  # whole-GPU-equivalent hours allocated (unallocated: capacity - allocated)
+        "gpu_cost": MONEY,  # those hours at their GPUs' prices and time-of-day windows
+        "idle_gpu_hours": pl.Float64,  # the part of gpu_hours held idle (sla/idle.py: idle and idle-held)
+        "idle_cost": MONEY,  # the part of gpu_cost held idle
+        "energy_kwh": pl.Float64,  # known energy of the row's GPUs (per card), from DCGM's energy counter
+        "energy_cost": MONEY,
+        # unallocated cost shared to this row (proportional); minus what was shared on the unallocated row
+        "unallocated_share": MONEY,
+        "total_cost": MONEY,  # gpu_cost + energy_cost + unallocated_share
+        "completeness": pl.Float64,  # allocated GPU-minutes with telemetry / all allocated (unallocated: the cluster's)
+        "cluster_completeness": pl.Float64,  # the cluster's GPU-minutes present / expected (COMPLETENESS)
+        # GPU-minutes whose energy increase is unknown (the first sample the month's read sees)
+        "energy_unknown_minutes": pl.Int64,
+        "energy_counter_resets": pl.Int64,  # times the energy counter went down (a driver reload, a reboot)
+    }
+)

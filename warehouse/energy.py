@@ -44,31 +44,40 @@ GPU_ENERGY = tables.schema(
     }
 )
 
-_SQL = """
-SELECT g.cluster, g.host, g.gpu, e.ts, e.job_id, e.energy_mj,
-       CASE WHEN e.prev_mj IS NULL THEN NULL
-            WHEN e.energy_mj >= e.prev_mj THEN e.energy_mj - e.prev_mj
-            ELSE e.energy_mj END AS energy_increase_mj,
-       date_diff('minute', e.prev_ts, e.ts) AS covers_minutes,
-       coalesce(e.energy_mj < e.prev_mj, false) AS counter_reset,
-       coalesce(g.card_gpu, g.gpu) AS card_gpu,
-       row_number() OVER (PARTITION BY g.cluster, g.host, coalesce(g.card_gpu, g.gpu), e.ts ORDER BY g.gpu) = 1
-           AS card_counted,
-       energy_increase_mj * g.share AS energy_attributed_mj
+LOOKBACK = timedelta(hours=6)
+"""How far before a range a query looks for each GPU's previous value."""
+
+INCREASES = """
+SELECT gpu_key, ts, job_id, energy_mj,
+       CASE WHEN prev_mj IS NULL THEN NULL
+            WHEN energy_mj >= prev_mj THEN energy_mj - prev_mj
+            ELSE energy_mj END AS energy_increase_mj,
+       date_diff('minute', prev_ts, ts) AS covers_minutes,
+       coalesce(energy_mj < prev_mj, false) AS counter_reset
 FROM (
     SELECT gpu_key, ts, job_id, energy_mj,
            lag(energy_mj) OVER w AS prev_mj, lag(ts) OVER w AS prev_ts
     FROM gpu_minutes
     WHERE energy_mj IS NOT NULL AND ts >= ? AND ts < ?
     WINDOW w AS (PARTITION BY gpu_key ORDER BY ts)
-) e JOIN gpus g USING (gpu_key)
-WHERE e.ts >= ?
-ORDER BY g.cluster, g.host, g.gpu, e.ts
+)
+WHERE ts >= ?
 """
+"""Each GPU-minute's energy increase; parameters: the range's start minus the lookback, its end, its start."""
+
+_SQL = f"""
+SELECT g.cluster, g.host, g.gpu, e.ts, e.job_id, e.energy_mj, e.energy_increase_mj, e.covers_minutes, e.counter_reset,
+       coalesce(g.card_gpu, g.gpu) AS card_gpu,
+       row_number() OVER (PARTITION BY g.cluster, g.host, coalesce(g.card_gpu, g.gpu), e.ts ORDER BY g.gpu) = 1
+           AS card_counted,
+       e.energy_increase_mj * g.share AS energy_attributed_mj
+FROM ({INCREASES}) e JOIN gpus g USING (gpu_key)
+ORDER BY g.cluster, g.host, g.gpu, e.ts
+"""  # noqa: S608 - fixed SQL
 
 
 def energy_increases(
-    wh: Warehouse, start: datetime, end: datetime, *, lookback: timedelta = timedelta(hours=6)
+    wh: Warehouse, start: datetime, end: datetime, *, lookback: timedelta = LOOKBACK
 ) -> pl.DataFrame:
     """GPU_ENERGY rows for the minutes in [start, end)."""
     frame = wh.query(_SQL, [start - lookback, end, start])

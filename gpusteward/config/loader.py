@@ -8,6 +8,7 @@ import tomllib
 import types
 import typing
 from datetime import UTC, datetime, timedelta
+from decimal import Decimal, InvalidOperation
 from enum import Enum
 from pathlib import Path
 from typing import Any
@@ -98,6 +99,8 @@ def _build(tp: Any, value: Any, path: str, problems: list[str]) -> Any:
         return out
     if tp is LocalText:
         return _build_text(value, path, problems)
+    if tp is Decimal:
+        return _build_decimal(value, path, problems)
     if dataclasses.is_dataclass(tp):
         return _build_dataclass(tp, value, path, problems)
     return _build_scalar(tp, value, path, problems)
@@ -159,6 +162,19 @@ def _renamed(value: dict[str, Any], fields: dict[str, Any]) -> dict[str, Any]:
         for new in RENAMED_KEYS[key]:
             out.setdefault(new, value[key])
     return out
+
+
+def _build_decimal(value: Any, path: str, problems: list[str]) -> Any:
+    """A price: from the number as the file writes it (TOML 0.1 is Decimal("0.1"), not the binary float)."""
+    if isinstance(value, int | float | str) and not isinstance(value, bool):
+        try:
+            number = Decimal(str(value))
+        except InvalidOperation:
+            number = None
+        if number is not None and number.is_finite():
+            return number
+    problems.append(f"{path}: expected a number, got {_describe(value)}")
+    return _INVALID
 
 
 def _build_text(value: Any, path: str, problems: list[str]) -> Any:

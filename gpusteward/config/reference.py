@@ -7,6 +7,7 @@ import typing
 from collections.abc import Iterator
 from dataclasses import dataclass
 from datetime import timedelta
+from decimal import Decimal
 from enum import Enum
 from typing import Any
 
@@ -37,6 +38,8 @@ def _type_name(tp: Any) -> str:
         return f"{_type_name(next(a for a in args if a is not type(None)))} (optional)"
     if tp is timedelta:
         return "duration"
+    if tp is Decimal:
+        return "decimal number"
     if tp is LocalText:
         return "text (str, or table of language -> str)"
     if isinstance(tp, type) and issubclass(tp, Enum):
@@ -55,6 +58,8 @@ def _default(f: dataclasses.Field[Any]) -> str:
         return "required"
     if isinstance(value, timedelta):
         return format_duration(value)
+    if isinstance(value, Decimal):
+        return str(value)
     if isinstance(value, LocalText):
         return repr(value.default)
     if dataclasses.is_dataclass(value):

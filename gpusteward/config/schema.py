@@ -20,6 +20,7 @@ from gpusteward.config.protection import InferenceReserveLine as InferenceReserv
 from gpusteward.config.protection import ProtectionConfig as ProtectionConfig  # noqa: PLC0414 - re-exported
 from gpusteward.config.reclaim import ReclaimConfig
 from gpusteward.config.service import ServiceConfig
+from gpusteward.config.showback import ShowbackConfig
 from gpusteward.domain import Scenario
 
 
@@ -199,6 +200,9 @@ class Config:
     capacity: CapacityConfig = opt(CapacityConfig(), "how GPUs count: shared (time-sliced) GPUs by their fraction")
     kubernetes: KubernetesConfig = opt(
         KubernetesConfig(), "the Kubernetes API server of Kueue and Volcano, and the credentials to reach it"
+    )
+    showback: ShowbackConfig = opt(
+        ShowbackConfig(), "prices, and how the capacity nobody was allocated is charged (docs/showback.md)"
     )
     base_dir: str = field(default=".", metadata={"help": "", "internal": True})
 

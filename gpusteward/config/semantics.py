@@ -15,6 +15,7 @@ from gpusteward import cron, links
 from gpusteward.config.inference import SELECTOR_ROLES, parse_selector
 from gpusteward.config.reclaim_checks import check_reclaim
 from gpusteward.config.schema import Config, ScenarioConfig, SloConfig
+from gpusteward.config.showback_checks import check_showback
 from gpusteward.domain import Scenario
 from gpusteward.indicators import INDICATORS, Judgement, Unit
 from gpusteward.slo_window import parse_window
@@ -342,6 +343,7 @@ CHECKS: tuple[Callable[[Config], list[str]], ...] = (
     _dashboard,
     _shared_gpus,
     _live_sources,
+    check_showback,
 )
 
 

@@ -135,7 +135,7 @@ def sample_model(*, with_plan: bool = True) -> ReadModel:
     for key, outputs in months.items():
         parts = {"sla_results": outputs.results.with_columns(pl.lit(key).alias("month")), "idle_by_job": outputs.idle,
                  "breach_episodes": outputs.episodes, "usage": outputs.usage, "completeness": outputs.completeness,
-                 "quota_plan_items": outputs.plan_items, "month_arrays": outputs.arrays}
+                 "quota_plan_items": outputs.plan_items, "month_arrays": outputs.arrays, "showback": outputs.showback}
         for name, frame in parts.items():
             frames[name][key] = tables.conform(frame, MONTH_TABLES[name])
         frames["alerts"][key] = tables.empty(queries.ALERTS)

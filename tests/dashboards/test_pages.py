@@ -14,9 +14,10 @@ TIMEOUT_S = 30
 TITLES = {
     "en": {"overview": "GPU pool overview", "scenarios": "Scenarios and SLAs", "queues": "Queues and teams",
            "inference": "Inference services", "idle": "Idle and reclaim", "preemption": "Preemption ledger",
-           "review": "Monthly review", "plans": "Quota plans", "alerts": "Alerts"},
+           "review": "Monthly review", "plans": "Quota plans", "alerts": "Alerts", "showback": "Showback"},
     "zh": {"overview": "GPU 资源池概览", "scenarios": "场景与 SLA", "queues": "队列与团队", "inference": "推理服务",
-           "idle": "闲置与回收", "preemption": "抢占台账", "review": "月度复盘", "plans": "配额计划", "alerts": "告警"},
+           "idle": "闲置与回收", "preemption": "抢占台账", "review": "月度复盘", "plans": "配额计划", "alerts": "告警",
+           "showback": "成本分摊"},
 }
 
 
@@ -101,3 +102,16 @@ def test_the_month_picker_switches_the_period() -> None:
     at.sidebar.selectbox(key="month").set_value("2026-10").run()
     assert not at.exception
     assert at.title[0].value == "GPU 资源池概览：2026年10月"
+
+
+def test_showback_shows_each_team_and_a_team_sees_only_its_own_rows() -> None:
+    at = _app(lang="en")
+    at.switch_page(str(SCREENS / "showback.py")).run()
+    assert not at.exception
+    teams = at.dataframe[0].value
+    assert set(teams["Team"]) == {"NLP", "Vision", "Research", "Unallocated capacity"}
+    assert round(float(teams["Total"].sum()), 2) == 44165.42  # every row of the fixture, unallocated included
+    assert "charged to no team" in _texts(at)
+    at.sidebar.multiselect(key="f_teams").set_value(["vision"]).run()
+    assert set(at.dataframe[0].value["Team"]) == {"Vision"}
+    assert set(at.dataframe[1].value["Team"]) == {"Vision"}

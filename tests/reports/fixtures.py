@@ -31,6 +31,7 @@ from sla.results import (
     SLA_RESULTS,
     USAGE,
 )
+from tests.reports.showback_fixture import showback_frame
 
 MONTH = Month(2026, 11)
 
@@ -242,6 +243,7 @@ def demo_outputs() -> MonthOutputs:
         plan_protected=pl.DataFrame(_PROTECTED, schema=PLAN_PROTECTED, orient="row"),
         daily_usage=_daily(),
         failures=pl.DataFrame(_FAILURES, schema=FAILURES, orient="row"),
+        showback=showback_frame(),
     )
 
 

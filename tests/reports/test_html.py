@@ -16,7 +16,7 @@ from reports.model import Chart
 from tests.reports.fixtures import demo_config, demo_outputs, empty_outputs, with_frames
 
 CHARTS = ("gpu_hours_by_scenario", "daily_gpu_hours", "daily_utilisation", "team_share", "queue_wait", "latency",
-          "idle_by_team")
+          "idle_by_team", "showback_by_team")
 
 
 class _Outline(HTMLParser):

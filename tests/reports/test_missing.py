@@ -18,8 +18,8 @@ from tests.reports.fixtures import demo_config, demo_outputs, empty_outputs, wit
 def test_an_empty_month_renders_every_section(lang: Lang) -> None:
     review = build_review(empty_outputs(), demo_config())
     text = render_markdown(review, lang)
-    unavailable = ("task_mix", "sla", "trend", "queues", "latency", "idle", "preemption", "breaches", "failures",
-                   "applied", "completeness")
+    unavailable = ("task_mix", "sla", "trend", "queues", "latency", "idle", "showback", "preemption", "breaches",
+                   "failures", "applied", "completeness")
     for key in unavailable:
         assert review.section(key).unavailable is not None, key
     assert review.section("quota").unavailable is None  # no plan items: no changes recommended

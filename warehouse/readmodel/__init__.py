@@ -24,6 +24,7 @@ and, after every write cycle, publishes a snapshot of the derived data as Parque
         inference_hourly/month=YYYY-MM/part-0.parquet  latency p95/p99 and request rate per service and hour
         idle_daily/month=YYYY-MM/part-0.parquet        idle and idle-held GPU-hours per day, scenario and team
         preemptions_daily/month=YYYY-MM/part-0.parquet records ended and preempted per day, cluster, scenario, team
+        showback/month=YYYY-MM/part-0.parquet          cost per team, scenario, cluster, account at today's prices
         quota_plans/part-0.parquet     every plan, with its decision (approved/rejected) when one was taken
         alert_states/part-0.parquet    silences and acknowledgements per alert fingerprint
         control_actions/part-0.parquet the audit trail of the control API

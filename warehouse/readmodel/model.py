@@ -56,6 +56,7 @@ class ReadModel:
             ledger=self._month("ledger", month),
             plan_replay=plan_replay_frame(self._plan_part(month, "replay")),
             plan_protected=plan_protected_frame(self._plan_part(month, "protected")),
+            showback=self._month("showback", month),
         )
 
     def _plan_part(self, month: Month, part: str) -> list[dict[str, Any]]:

@@ -19,6 +19,7 @@ from warehouse.readmodel.tables import FRESH_MONTHS, MONTH_TABLES, PLANS
 from warehouse.series_allocation import allocation_hourly
 from warehouse.series_daily import idle_daily, preemptions_daily
 from warehouse.series_inference import inference_hourly
+from warehouse.showback import month_showback
 from warehouse.store import Warehouse
 
 
@@ -85,4 +86,5 @@ def month_series(wh: Warehouse, month: Month, config: Config) -> dict[str, pl.Da
         "inference_hourly": inference_hourly(wh, month),
         "idle_daily": idle_daily(wh, month),
         "preemptions_daily": preemptions_daily(wh, month, config),
+        "showback": month_showback(wh, month, config),
     }

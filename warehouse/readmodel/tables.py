@@ -38,6 +38,7 @@ SERIES_TABLES: dict[str, pl.Schema] = {
     "inference_hourly": INFERENCE_HOURLY,
     "idle_daily": IDLE_DAILY,
     "preemptions_daily": PREEMPTIONS_DAILY,
+    "showback": results.SHOWBACK,  # computed with the config's prices when published (warehouse/showback.py)
 }
 MONTH_TABLES |= SERIES_TABLES
 FRESH_MONTHS = 2
