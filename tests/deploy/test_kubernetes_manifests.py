@@ -20,6 +20,8 @@ import pytest
 import yaml
 
 from collectors.kube import KubeApi, KueueQuotaWriter, KueueReader, VolcanoQuotaWriter, VolcanoReader
+from collectors.kube.reclaim import KubeReclaimActions
+from collectors.reclaim_actions import ReclaimTarget
 from collectors.slurm import QuotaTarget
 from gpusteward.config import load_config_text
 from tests.collectors.kube.objects import TS, fake_kube
@@ -88,7 +90,8 @@ def one(docs: list[dict[str, Any]], kind: str, name: str | None = None) -> dict[
 def test_every_object_validates_against_the_kubernetes_schemas(docs: list[dict[str, Any]]) -> None:
     kinds = sorted(d["kind"] for d in docs)
     assert kinds == sorted([
-        "ClusterRole", "ClusterRole", "ClusterRoleBinding", "ClusterRoleBinding", "ConfigMap", "ConfigMap",
+        "ClusterRole", "ClusterRole", "ClusterRole", "ClusterRoleBinding", "ClusterRoleBinding", "ClusterRoleBinding",
+        "ConfigMap", "ConfigMap",
         "Deployment", "NetworkPolicy", "PersistentVolumeClaim", "Secret", "Secret", "Service",
         "ServiceAccount", "ServiceAccount", "ServiceMonitor",
     ])
@@ -197,8 +200,8 @@ def _verbs(requests: list[tuple[str, str]]) -> set[tuple[str, str, str]]:
 
 
 @pytest.fixture
-def recorded() -> tuple[set[tuple[str, str, str]], set[tuple[str, str, str]]]:
-    """What the readers call, and what the quota writers call, against the fake API server."""
+def recorded() -> tuple[set[tuple[str, str, str]], ...]:
+    """What the readers, the quota writers and the reclaim actions call, against the fake API server."""
     kube = fake_kube()
     with serve(kube) as url:
         api = KubeApi(url)
@@ -214,22 +217,32 @@ def recorded() -> tuple[set[tuple[str, str, str]], set[tuple[str, str, str]]]:
         KueueQuotaWriter(api).set_gpu_limit(QuotaTarget("clusterqueue", "tas-cluster-queue"), expected=16, new=20)
         VolcanoQuotaWriter(api).set_gpu_limit(QuotaTarget("queue", "root-sci-dev"), expected=None, new=6)
         writes = _verbs(kube.requests)
+        kube.requests.clear()
+        kube.add({"apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": "chat", "namespace": "serving"},
+                  "spec": {"replicas": 3}})
+        actions = KubeReclaimActions(api, {"chat": "serving/chat"})
+        assert actions.act(ReclaimTarget("k8s", "default/admitted", "requeue")).state == "done"
+        assert actions.act(ReclaimTarget("k8s", "serving/chat-7", "scale", service="chat", replicas=1)).state == "done"
+        reclaims = _verbs(kube.requests)
         api.close()
-    return reads, writes
+    return reads, writes, reclaims
 
 
 def test_rbac_grants_exactly_the_verbs_the_adapters_use(
-    docs: list[dict[str, Any]], recorded: tuple[set[tuple[str, str, str]], set[tuple[str, str, str]]]
+    docs: list[dict[str, Any]], recorded: tuple[set[tuple[str, str, str]], ...]
 ) -> None:
-    reads, writes = recorded
+    reads, writes, reclaims = recorded
     reader = one(docs, "ClusterRole", "gpusteward-scheduler-reader")
     writer = one(docs, "ClusterRole", "gpusteward-quota-writer")
+    reclaimer = one(docs, "ClusterRole", "gpusteward-reclaimer")
+    patched = (("kueue.x-k8s.io", "workloads"), ("apps", "deployments"))
+    assert _rules(reclaimer) == reclaims == {(g, r, v) for g, r in patched for v in ("get", "patch")}
     assert ("kueue.x-k8s.io", "workloads", "list") in reads
     assert ("scheduling.volcano.sh", "queues", "list") in reads
     assert _rules(reader) == reads
     assert _rules(writer) == writes
     assert {v for _, _, v in writes} == {"get", "patch"}
-    for role in (reader, writer):
+    for role in (reader, writer, reclaimer):
         assert "*" not in json.dumps(role["rules"])
     # Each role is bound to its own service account, in the overlay's namespace; nothing to cluster-admin.
     bindings = {b["metadata"]["name"]: b for b in docs if b["kind"] == "ClusterRoleBinding"}
@@ -237,5 +250,6 @@ def test_rbac_grants_exactly_the_verbs_the_adapters_use(
             for name, b in bindings.items()} == {
         "gpusteward-scheduler-reader": ("gpusteward-scheduler-reader", [("gpusteward", NAMESPACE)]),
         "gpusteward-quota-writer": ("gpusteward-quota-writer", [("gpusteward-quota-writer", NAMESPACE)]),
+        "gpusteward-reclaimer": ("gpusteward-reclaimer", [("gpusteward", NAMESPACE)]),
     }
     assert one(docs, "Deployment")["spec"]["template"]["spec"]["serviceAccountName"] == "gpusteward"
