@@ -190,3 +190,14 @@ def replay_columns(jobs: JobColumns, model: ClusterModel, limits: Mapping[str, i
 def run_replay(jobs: Sequence[ReplayJob], model: ClusterModel, limits: Mapping[str, int | None]) -> ReplayResult:
     """Every segment of the cluster's jobs under `limits` (account -> GrpTRES gres/gpu, None: unlimited)."""
     return replay_columns(JobColumns.of(jobs), model, limits).result()
+
+
+def compile_kernel() -> None:
+    """Compile (or load from numba's cache) the replay's loop by replaying one job on one node.
+
+    `./dev test` calls it once while the linters run: in a fresh checkout every process that replays
+    first would otherwise compile the loop itself (about a minute of CPU each), and the quick benches
+    start several such processes at once."""
+    job = ReplayJob(submit=0.0, work=60.0, limit=120.0, gpus=1, nodes=1, account="a", qos="normal",
+                    order=(0.0, 0.0, 0.0))
+    run_replay([job], ClusterModel((8,)), {"a": None})
