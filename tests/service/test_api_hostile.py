@@ -92,8 +92,10 @@ def test_a_deeply_nested_body_is_refused(api: Api) -> None:
 
 
 def test_a_body_over_the_limit_is_refused_with_413(api: Api) -> None:
-    big = json.dumps({"reason": "x" * (MAX_BODY + 1)}).encode()
-    status, answer = raw(api, "/api/v1/reviews", big)
+    # Refused on its Content-Length, before a byte of it is read. Only the head is sent: with the whole
+    # body still unread in the server's socket, closing it sends a reset that may destroy the 413 before
+    # the client reads it (seen once in a full run), which says nothing about the server's answer.
+    status, answer = raw(api, "/api/v1/reviews", b"", length=str(MAX_BODY + 1))
     assert status == 413
     assert "too large" in answer["error"]
 
