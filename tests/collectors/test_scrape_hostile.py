@@ -22,7 +22,7 @@ from tests.configs import config_env
 from warehouse import open_warehouse
 
 NOON = datetime(2026, 10, 1, 12, tzinfo=UTC).timestamp()
-GOOD_MINUTES = 16  # both simulated nodes' 8 GPUs, one minute each
+GOOD_MINUTES = 24  # two simulated nodes of 8 GPUs and east's MIG node (3 cards, 8 instances), one minute each
 
 
 @pytest.fixture
@@ -75,7 +75,7 @@ def test_a_bad_target_is_named_and_the_good_ones_are_stored(
         code, output = once(db, fleet_targets, bad)
     assert code == 1, output
     assert "Traceback" not in output
-    assert "scraped 2/3 targets" in output
+    assert "scraped 3/4 targets" in output
     assert f"({reason})" in output
     assert f"failed targets: http://{bad}/metrics" in output
     with open_warehouse(db) as wh:
