@@ -97,7 +97,7 @@ def run_demo(out_dir: Path, *, seed: int, days: int, nodes: int, serve: bool, la
         lines = replay_shadow(wh, config, month.start, end, REPLAY_STEP) if end is not None else 0
         clock.lap("reclaim", lines=lines, step=f"{REPLAY_STEP.total_seconds() / 3600:g}")
 
-        run = raise_alerts(wh, config, outputs, datetime.now(UTC))
+        run = raise_alerts(wh, config, outputs.month, outputs.episodes, datetime.now(UTC))
         alert_targets = ", ".join(r.path or r.url or r.name for r in config.alerts.receivers)
         delivered = run.tick.delivery.delivered
         clock.lap("alerts", alerts=len(run.alerts), delivered=delivered, targets=alert_targets)

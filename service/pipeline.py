@@ -149,12 +149,12 @@ def alert_rows(alerts: Sequence[Alert]) -> list[dict[str, Any]]:
     ]
 
 
-def raise_alerts(wh: Warehouse, config: Config, outputs: MonthOutputs, now: datetime) -> AlertRun:
+def raise_alerts(wh: Warehouse, config: Config, month: Month, episodes: pl.DataFrame, now: datetime) -> AlertRun:
     """Turn the month's breach episodes into alerts, record them once, and pass them through the
     alert engine and the warehouse outbox to the receivers (each notification delivered once)."""
-    data_end = wh.data_end() if outputs.episodes.height else None
-    alerts = alerts_from_episodes(outputs.episodes, config, data_end=data_end)
-    new = wh.record_alerts(outputs.month, alert_rows(alerts))
+    data_end = wh.data_end() if episodes.height else None
+    alerts = alerts_from_episodes(episodes, config, data_end=data_end)
+    new = wh.record_alerts(month, alert_rows(alerts))
     return AlertRun(alerts, new, run_alert_tick(wh, config, alerts, now))
 
 

@@ -230,7 +230,8 @@ class RaiseAlerts:
         if not months:
             return JobResult(detail="nothing evaluated yet")
         started = time.perf_counter()
-        run = raise_alerts(self.wh, self.config, self.wh.month_outputs(months[-1]), now)
+        # Only the episodes: this runs every few minutes, the month's other outputs are not needed for it.
+        run = raise_alerts(self.wh, self.config, months[-1], self.wh.month_episodes(months[-1]), now)
         attempts = run.tick.delivery.attempts
         self.metrics.delivered({a.receiver: a.error is None for a in attempts}, time.perf_counter() - started)
         self.shared.alerts_due = False

@@ -251,6 +251,10 @@ def _month_frame(con: duckdb.DuckDBPyConnection, table: str, month: Month, schem
     return _frame(con, f'SELECT * EXCLUDE (month) FROM "{table}" WHERE month = ?', [str(month)], schema)  # noqa: S608
 
 
+def month_episodes(con: duckdb.DuckDBPyConnection, month: Month) -> pl.DataFrame:
+    return _month_frame(con, "breach_episodes", month, results.BREACH_EPISODES)
+
+
 def month_outputs(con: duckdb.DuckDBPyConnection, month: Month) -> MonthOutputs:
     plan_row = run(
         con, "SELECT plan_id, body FROM quota_plans WHERE month = ? ORDER BY created_at DESC LIMIT 1", [str(month)]
@@ -265,7 +269,7 @@ def month_outputs(con: duckdb.DuckDBPyConnection, month: Month) -> MonthOutputs:
         month=month,
         results=sla,
         idle=_month_frame(con, "idle_by_job", month, results.IDLE_BY_JOB),
-        episodes=_month_frame(con, "breach_episodes", month, results.BREACH_EPISODES),
+        episodes=month_episodes(con, month),
         usage=_month_frame(con, "usage", month, results.USAGE),
         completeness=_month_frame(con, "completeness", month, results.COMPLETENESS),
         plan_items=plan_items,

@@ -329,6 +329,10 @@ class Warehouse:
     def month_outputs(self, month: Month) -> MonthOutputs:
         return queries.month_outputs(self._con, month)
 
+    def month_episodes(self, month: Month) -> pl.DataFrame:
+        """The month's stored breach episodes alone (what the alert engine reads every few minutes)."""
+        return queries.month_episodes(self._con, month)
+
     def months(self) -> list[Month]:
         """Months that have evaluated outputs, oldest first."""
         return [Month.parse(m) for m in queries.output_months(self._con)]

@@ -81,7 +81,8 @@ def simulate_into(folder: Path, *, days: int, nodes: int) -> None:
 
 def evaluated(wh: Warehouse, root: Path, config: Config, at: datetime) -> Published:
     """Evaluate the month in `wh` at `at` (the plan's creation, the alerts' tick), publish it to root/readmodel."""
-    raise_alerts(wh, config, evaluate(wh, config, MONTH, now=at), at)
+    outputs = evaluate(wh, config, MONTH, now=at)
+    raise_alerts(wh, config, outputs.month, outputs.episodes, at)
     publish(snapshot(wh, now=at, config=config), root / "readmodel")  # as `gpusteward serve` publishes
     return shown_from(wh, root, config, at)
 

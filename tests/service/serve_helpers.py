@@ -11,11 +11,14 @@ from dataclasses import dataclass, field
 from datetime import UTC, date, datetime, timedelta
 from pathlib import Path
 
+from collectors.dcgm import gpu_minutes
+from collectors.exposition import parse_text
 from gpusteward.clock import FakeClock
 from gpusteward.config import example_config_path, load_config
 from service.jobs import JobResult
 from service.serve import ServeSettings, Service
 from service.tasks import Shared
+from simulator.serve import LiveFleet
 from warehouse import Warehouse
 from warehouse.readmodel import ReadModel, load_read_model
 
@@ -130,3 +133,19 @@ def published(served: ServedDay, shows: Callable[[ReadModel], bool], timeout_s: 
 def stop_service(served: ServedDay) -> None:
     served.service.stop.set()
     served.thread.join(timeout=60)
+
+
+def served_keys(fleet: LiveFleet, minutes: list[datetime]) -> set[tuple[str, int, datetime]]:
+    """(host, gpu, minute) of every GPU series the fleet printed in those minutes, numbered as the collector
+    numbers them (a MIG instance is not its card); a node without data answers 503 and adds nothing."""
+    keys: set[tuple[str, int, datetime]] = set()
+    for minute in minutes:
+        for _, host in fleet.hosts:
+            text = fleet.exposition(host, minute.timestamp())
+            if text is None:
+                continue
+            frame, _ = gpu_minutes(parse_text(text, openmetrics=False), default_cluster="default", source=host,
+                                   scrape_ts_ms=int(minute.timestamp() * 1000))
+            naive = minute.replace(tzinfo=None)
+            keys.update((h, g, naive) for h, g in frame.select("host", "gpu").iter_rows())
+    return keys

@@ -30,7 +30,7 @@ from service.serve import Service, settings_from_config
 from simulator import simulate
 from simulator.serve import LiveFleet, scrape_entry, serving
 from tests.alerts.server import Recorder, recording_server
-from tests.service.serve_helpers import Feeder
+from tests.service.serve_helpers import Feeder, served_keys
 from warehouse import open_warehouse
 
 pytestmark = pytest.mark.slow  # minutes: scheduled first (tests/parallel.py)
@@ -118,18 +118,6 @@ alerts_interval = "5m"
         yield LiveRun(root, fleet, metrics, webhook, seen[0] if seen else None)
 
 
-def _served_keys(fleet: LiveFleet, minutes: range) -> set[tuple[str, int, datetime]]:
-    """(host, gpu, minute) of every GPU the fleet printed in those minutes (a node without data answers 503)."""
-    keys = set()
-    for m in minutes:
-        minute = START + timedelta(minutes=m)
-        for _, host in fleet.hosts:
-            text = fleet.exposition(host, minute.timestamp())
-            for series in [] if text is None else parse_text(text, openmetrics=False).series:
-                keys.add((host, int(series.label_dict["gpu"]), minute.replace(tzinfo=None)))
-    return keys
-
-
 def _recovering(fleet: LiveFleet, host: str, minute: datetime) -> bool:
     """The host's exporter answered nothing within the scraper's backoff cap before `minute`."""
     utc = minute.replace(tzinfo=UTC)
@@ -147,7 +135,8 @@ def test_every_served_minute_is_stored_once(live_run: LiveRun) -> None:
     assert isinstance(last, datetime)
     # the minute running when the simulated hours ran out is still pending in the scraper
     assert last >= (START + timedelta(hours=HOURS, minutes=-2)).replace(tzinfo=None)
-    served = _served_keys(fleet, range(int((last - START.replace(tzinfo=None)).total_seconds() // 60) + 1))
+    minutes = int((last - START.replace(tzinfo=None)).total_seconds() // 60) + 1
+    served = served_keys(fleet, [START + timedelta(minutes=m) for m in range(minutes)])
     got = set(stored.iter_rows())
     assert got <= served  # nothing the fleet did not serve: no zeros for a silent exporter
     # A served minute may be missing only while the scraper still backs off from a recent outage

@@ -27,7 +27,6 @@ from typing import Any
 import polars as pl
 import pytest
 
-from collectors.exposition import parse_text
 from gpusteward.clock import FakeClock
 from gpusteward.config import example_config_path, load_config
 from service import pipeline
@@ -38,6 +37,7 @@ from service.spool import Spool, spool_beside
 from service.tasks import Shared
 from simulator.serve import LiveFleet, scrape_entry, serving
 from sla.month import evaluate_month
+from tests.service.serve_helpers import served_keys
 from tests.service.simulated_lanes import SimulatedLanes
 from warehouse import open_warehouse
 
@@ -170,18 +170,6 @@ def test_scrapes_ran_on_schedule_through_every_slow_evaluation(spool_run: SpoolR
     assert spool_run.collections == int(timedelta(hours=HOURS) / SCRAPE_EVERY) + 1
 
 
-def _served_keys(fleet: LiveFleet, last: datetime) -> set[tuple[str, int, datetime]]:
-    keys = set()
-    minute = START
-    while minute.replace(tzinfo=None) <= last:
-        for _, host in fleet.hosts:
-            text = fleet.exposition(host, minute.timestamp())
-            for series in [] if text is None else parse_text(text, openmetrics=False).series:
-                keys.add((host, int(series.label_dict["gpu"]), minute.replace(tzinfo=None)))
-        minute += timedelta(minutes=1)
-    return keys
-
-
 def test_every_served_minute_is_stored_once_and_every_batch_once(spool_run: SpoolRun) -> None:
     db = spool_run.root / "gpusteward.duckdb"
     with open_warehouse(db) as wh:  # what a restart does first: drain what is still spooled
@@ -197,7 +185,8 @@ def test_every_served_minute_is_stored_once_and_every_batch_once(spool_run: Spoo
     assert isinstance(last, datetime)
     # the minute running when the hours ran out is still pending in the scraper, the one before is stored
     assert last == (START + timedelta(hours=HOURS, minutes=-1)).replace(tzinfo=None)
-    served = _served_keys(spool_run.fleet, last)
+    minutes = int((last - START.replace(tzinfo=None)) / timedelta(minutes=1)) + 1
+    served = served_keys(spool_run.fleet, [START + timedelta(minutes=m) for m in range(minutes)])
     got = set(stored.iter_rows())
     assert got == served  # none lost, none invented
     assert stored.filter(pl.col("ts") == last).height > 0

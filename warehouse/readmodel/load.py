@@ -7,6 +7,7 @@ import json
 from collections.abc import Iterator
 from contextlib import contextmanager
 from datetime import datetime
+from functools import lru_cache
 from pathlib import Path
 
 import polars as pl
@@ -19,7 +20,10 @@ from warehouse.readmodel.tables import FORMAT, MONTH_TABLES, WHOLE_TABLES
 from warehouse.readmodel.versions import _current_series, current_version
 
 
+@lru_cache(maxsize=4)
 def _load_version(base: Path, version: str) -> ReadModel:
+    """A published version never changes once its name is current, so a reader that asks again (every
+    dashboard rerun, every poll) gets the frames it read before; the cache holds the last few versions."""
     folder = base / version
     manifest = json.loads((folder / "manifest.json").read_text(encoding="utf-8"))
     if manifest.get("format") != FORMAT:
@@ -46,7 +50,7 @@ def _load_version(base: Path, version: str) -> ReadModel:
 
 def load_read_model(root: str | Path, *, attempts: int = 3) -> ReadModel:
     """The latest complete version under `root`. A version pruned while it was read is retried."""
-    base = Path(root)
+    base = Path(root).resolve()
     for attempt in range(attempts):
         version = current_version(base)
         if version is None:
