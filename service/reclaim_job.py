@@ -35,9 +35,10 @@ from service.jobs import JobResult
 from service.tasks import snapshot
 from sla.common import naive_utc
 from sla.reclaim import reclaim_plan
-from sla.reclaim_decide import decide, warned_of
+from sla.reclaim_decide import acted_of, decide, warned_of
 from sla.reclaim_inputs import lookback
 from sla.reclaim_replay import SPANS, idle_spans, next_turn, quiet_spans, turn_at_or_after
+from sla.reclaim_safety import recheck
 from warehouse import Warehouse
 from warehouse import reclaim_ledger as ledger
 from warehouse.control import ControlError
@@ -149,7 +150,7 @@ class Reclaim:
         starts = inputs.running["start_time"].drop_nulls()
         known = ledger.decisions(view, runs_from=starts.min() if starts.len() else naive_utc(at))  # type: ignore[arg-type]
         inputs = replace(inputs, warned=warned_of(known), exempted=ledger.exemptions(view),
-                         recent_actions=ledger.recent_actions(view, at))
+                         recent_actions=ledger.recent_actions(view, at), acted=acted_of(known))
         plan = reclaim_plan(inputs, self.config)
         ends = _limit_ends(inputs.running)
         lines = decide(plan, known, at)
@@ -162,14 +163,30 @@ class Reclaim:
         return outgoing({**line, "util_source": source}, self.config, at)
 
     def _execute(self, now: datetime, at: datetime, turn: Turn) -> int:
+        """Send the pending actions, each checked again first against this turn's plan (sla.reclaim_safety.recheck):
+        an action approved hours after it was decided goes only if the kill switch is off, the job still runs
+        and is still the idle candidate it was, and the cluster's per-hour cap has room."""
         if self.config.reclaim.paused:
             return 0  # the kill switch holds back what was approved too, until it is lifted
         with self.lock:
             pending = ledger.pending_actions(self.wh)
+            sent_by_cluster = ledger.sent_per_cluster(self.wh, now)
         sent = 0
         for line in pending.to_dicts():
+            verdict, why = recheck(line, turn.plan, turn.running, sent_by_cluster.get(line["cluster"], 0), self.config)
+            if verdict == "hold":
+                with self.lock:
+                    ledger.note(self.wh, line["decision_id"], f"waiting: {why}")
+                continue
+            if verdict in ("ended", "stale"):
+                state = "already_ended" if verdict == "ended" else "stale"
+                with self.lock:
+                    ledger.record_outcome(self.wh, line["decision_id"], state, at=now, outcome=why, recovered=0.0)
+                continue
             state, transport, detail = self._act(line, at)
             sent += 1
+            if state in ("done", "failed"):
+                sent_by_cluster[line["cluster"]] = sent_by_cluster.get(line["cluster"], 0) + 1
             recovered = expected_recovery(line, turn.ends) if state == "done" else (None if state == "pending" else 0.0)
             with self.lock:
                 ledger.record_outcome(self.wh, line["decision_id"], state, at=now, transport=transport, outcome=detail,

@@ -221,5 +221,5 @@ def reclaim_plan(inputs: ReclaimInputs, config: Config) -> pl.DataFrame:
     rows += _by_minutes(by_minutes, inputs, config, warned)
     rows += _by_traffic(by_traffic, inputs, config, warned, running)
     plan = pl.DataFrame([{k: r.get(k) for k in RECLAIM_PLAN} for r in rows], schema=RECLAIM_PLAN, orient="row")
-    plan = apply_safety(plan, config, now, inputs.recent_actions)
+    plan = apply_safety(plan, config, now, inputs.recent_actions, inputs.acted)
     return plan.sort("cluster", "verdict", "job_id")

@@ -73,17 +73,26 @@ def stage(
     return ("act" if now >= due else "grace", warn_at, due)
 
 
-def apply_safety(plan: pl.DataFrame, config: Config, now: datetime, recent_actions: pl.DataFrame) -> pl.DataFrame:
-    """The plan with the per-hour cap and the kill switch applied to its candidates."""
+def apply_safety(
+    plan: pl.DataFrame, config: Config, now: datetime, recent_actions: pl.DataFrame, acted: pl.DataFrame | None = None
+) -> pl.DataFrame:
+    """The plan with the per-hour cap and the kill switch applied to its candidates; those whose run was already
+    acted on under their policy (`acted`, ACTED) take no place under the cap again."""
     if config.reclaim.paused:
         return plan.with_columns(
             pl.when(pl.col("verdict") == "candidate").then(pl.lit("paused")).otherwise("verdict").alias("verdict")
         )
     taken = recent_actions.filter((pl.col("at") > now - HOUR) & (pl.col("at") <= now)).group_by("cluster").len()
     already = dict(zip(taken["cluster"].to_list(), taken["len"].to_list(), strict=True))
+    done = {(r["cluster"], r["job_id"], r["policy"], r["run_start"]) for r in acted.to_dicts()} if acted is not None \
+        else set()
+    already_acted = pl.struct("cluster", "job_id", "policy", "run_start").map_elements(
+        lambda r: (r["cluster"], r["job_id"], r["policy"], r["run_start"]) in done, return_dtype=pl.Boolean)
     acting = (
         (pl.col("verdict") == "candidate") & (pl.col("stage") == "act") & pl.col("action").is_in(list(TAKING_ACTIONS))
     )
+    if done:
+        acting = acting & ~already_acted
     ranked = plan.with_row_index("_row").with_columns(
         (pl.col("gpus").cast(pl.Int64) * pl.col("idle_minutes")).alias("_waste"), acting.alias("_acting")
     )
@@ -97,3 +106,42 @@ def apply_safety(plan: pl.DataFrame, config: Config, now: datetime, recent_actio
     return ranked.with_columns(
         pl.when(pl.col("_row").is_in(capped)).then(pl.lit("capped")).otherwise("verdict").alias("verdict")
     ).drop("_row", "_waste", "_acting")
+
+
+def recheck(
+    line: Mapping[str, Any], plan: pl.DataFrame, running: pl.DataFrame, sent_last_hour: int, config: Config
+) -> tuple[str, str]:
+    """Whether a pending action (auto, or approved, perhaps hours after it was decided) may go to the scheduler
+    now: ("go" | "hold" | "ended" | "stale", why), against the plan at this turn's watermark.
+
+    - the kill switch holds it (`hold`: it waits, and goes once the switch is lifted);
+    - a run that is no longer running (not among the running records) has `ended`: nothing is sent;
+    - a job the plan no longer finds a candidate of the action's policy (busy, silent, exempt or objected
+      to, nobody waiting, within the inference reserve, or idle again only after being busy: a new idle
+      stretch is warned anew) is `stale`: the action is dropped, never sent;
+    - the per-hour cap: with `sent_last_hour` taking actions already sent in the cluster in the last hour
+      (this turn's included), one more waits (`hold`) until the hour has room."""
+    if config.reclaim.paused:
+        return "hold", "the kill switch (reclaim.paused) is on"
+    started = running.filter(
+        (pl.col("cluster") == line["cluster"]) & (pl.col("job_id").cast(pl.Utf8) == line["job_id"])
+        & (pl.col("start_time") == line["run_start"])
+    )
+    if line["run_start"] is not None and started.is_empty():
+        return "ended", "the job's run had ended before the action was sent"
+    rows = plan.filter(
+        (pl.col("cluster") == line["cluster"]) & (pl.col("job_id") == line["job_id"])
+        & (pl.col("policy") == line["policy"])
+    ).to_dicts()
+    if not rows:
+        return "stale", f"policy {line['policy']} no longer covers the job"
+    row = rows[0]
+    if row["verdict"] == "left_alone":
+        return "stale", f"left alone now: {row['reason']}"
+    was = line["idle_since"]
+    if not row["idle_since_clipped"] and was is not None and row["idle_since"] is not None and row["idle_since"] > was:
+        return "stale", f"busy since the warning (idle again only since {row['idle_since']:%Y-%m-%d %H:%M})"
+    cap = config.reclaim.max_actions_per_hour
+    if line["action"] in TAKING_ACTIONS and sent_last_hour >= cap:
+        return "hold", f"the per-hour cap: {sent_last_hour} of {cap} actions sent in cluster {line['cluster']}"
+    return "go", ""

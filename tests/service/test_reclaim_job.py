@@ -356,3 +356,65 @@ def test_the_review_shows_a_planted_idle_notebook_warned_then_shadow_cancelled_a
     # grace): four warnings and four shadow actions; only notebook 1 has a time limit to give back.
     assert "Shadow-mode policies would have warned 4 times and taken 4 actions, giving back 8.0 GPU-hours" in section
     assert "| Interactive | NLP | 0 | 0 | 0.0 GPU-hours | 3 | 3 | 8.0 GPU-hours | 0 | 0 |" in section
+
+
+def _capped(tmp_path: Path, *, paused: bool = False) -> Config:
+    path = tmp_path / ("capped-paused.toml" if paused else "capped.toml")
+    head = "[reclaim]\nmax_actions_per_hour = 1\n" + ("paused = true\n" if paused else "")
+    path.write_text(BASE_TOML.replace("TZ", "UTC") + POLICIES.replace("[reclaim]\n", head), encoding="utf-8")
+    return load_config(path)
+
+
+def _action_of(wh: Warehouse, job_id: str) -> dict[str, object]:
+    return decisions(wh).filter((pl.col("kind") == "action") & (pl.col("job_id") == job_id)).row(0, named=True)
+
+
+def test_an_approved_action_waits_for_the_kill_switch_and_the_hourly_cap(wh: Warehouse, tmp_path: Path) -> None:
+    config, paused = _capped(tmp_path), _capped(tmp_path, paused=True)
+    scheduler = FakeScheduler()
+    job = Reclaim(config, wh, lambda _cluster: scheduler)
+    job.run(at(240))  # warnings: notebooks 1 and 5, training job 3
+    _advance(wh, 240, 31)
+    job.run(at(271))  # training job 3's requeue waits for an approver
+    _advance(wh, 271, 30)
+    job.run(at(301))  # the notebooks' cancels fall due; the cap (1 an hour) lets one go: notebook 1
+    assert [c.job_id for c in scheduler.calls] == ["1"]
+    requeue = str(_action_of(wh, "3")["decision_id"])
+    control.record(wh, "alice", "reclaim.approve", requeue, at=at(302))
+    Reclaim(paused, wh, lambda _cluster: scheduler).run(at(302))  # the kill switch holds the approved requeue
+    job.run(at(302))  # so does the cap: notebook 1 was cancelled at 05:01
+    assert [c.job_id for c in scheduler.calls] == ["1"]
+    held = _action_of(wh, "3")
+    assert (held["state"], held["acted_at"]) == ("pending", None)
+    assert held["outcome"] == "waiting: the per-hour cap: 1 of 1 actions sent in cluster east"
+    _advance(wh, 301, 61)
+    job.run(at(362))  # an hour on, still idle: the approved requeue goes first (notebook 5's cancel waits)
+    assert [c.job_id for c in scheduler.calls] == ["1", "3"]
+    assert (_action_of(wh, "3")["state"], _action_of(wh, "3")["decided_by"]) == ("done", "alice")
+    assert _action_of(wh, "5")["state"] == "pending"
+
+
+def test_an_approved_action_is_dropped_when_the_job_is_busy_again_and_warned_anew(
+    wh: Warehouse, tmp_path: Path
+) -> None:
+    config = _config(tmp_path)
+    scheduler = FakeScheduler()
+    job = Reclaim(config, wh, lambda _cluster: scheduler)
+    job.run(at(240))
+    _advance(wh, 240, 31)
+    job.run(at(271))
+    requeue = str(_action_of(wh, "3")["decision_id"])
+    # Before anyone approves, the owner resumes training: job 3 is busy from 04:31 to 04:40.
+    wh.ingest("test", {"gpu_minutes": _minutes(3, [BUSY] * 10, host="h3", start=271)})
+    control.record(wh, "alice", "reclaim.approve", requeue, at=at(281))
+    job.run(at(281))
+    assert [c.job_id for c in scheduler.calls] == []
+    dropped = _action_of(wh, "3")
+    assert (dropped["state"], dropped["outcome"]) == ("stale", "left alone now: busy")
+    assert dropped["gpu_hours_recovered"] == 0.0
+    # Idle again from 04:41: its new stretch is warned anew an hour later, and its requeue waits for approval.
+    wh.ingest("test", {"gpu_minutes": _minutes(3, [IDLE] * 90, host="h3", start=281)})
+    job.run(at(371))
+    lines = decisions(wh).filter(pl.col("job_id") == "3").sort("decided_at")
+    assert lines.select("kind", "state", "decided_at").rows() == [
+        ("warning", "sent", at(240)), ("action", "stale", at(271)), ("warning", "sent", at(371))]
