@@ -1,7 +1,7 @@
 """What keeps reclaiming safe: exemptions, the warning-then-grace stages, the per-hour cap, the kill switch.
 
 - An exemption the data cannot check is not assumed away: a policy that exempts labels or
-  reservations leaves alone every job whose record does not carry them (`exemption_unknown`).
+  reservations leaves alone every job whose record does not say them (null; `exemption_unknown`).
 - Stages: a candidate not yet warned is warned now and acted on after `grace` (at once when grace
   is 0s); a warned one waits out its grace (`grace`), then is acted on (`act`). A notify policy's
   action is the warning itself (`warn`, then `warned`).
@@ -13,6 +13,7 @@
 
 from __future__ import annotations
 
+import json
 from collections.abc import Mapping
 from datetime import datetime, timedelta
 from fnmatch import fnmatchcase
@@ -30,16 +31,22 @@ def _any(patterns: list[str], value: Any) -> bool:
     return value is not None and any(fnmatchcase(str(value), p) for p in patterns)
 
 
-def _labels(value: Any) -> Mapping[str, Any]:
+def _labels(value: Any) -> Mapping[str, Any] | None:
+    """A record's labels (a JSON object's text, as the warehouse stores them), or None when unknown."""
+    if value is None:
+        return None
     if isinstance(value, Mapping):
         return value
-    if isinstance(value, list):  # a polars Map column reads as a list of {key, value}
-        return {str(item["key"]): item["value"] for item in value if isinstance(item, Mapping)}
-    return {}
+    try:
+        parsed = json.loads(str(value))
+    except ValueError:
+        return None
+    return parsed if isinstance(parsed, Mapping) else None
 
 
 def exemption(policy: ReclaimPolicy, job: Mapping[str, Any]) -> str | None:
-    """The reason `job` (a running JOBS row) is exempt from `policy`, or None."""
+    """The reason `job` (a running JOBS row) is exempt from `policy`, or None. A label or reservation
+    exemption that the record cannot show (null: the source did not say) leaves the job alone."""
     ex = policy.exempt
     simple = (("accounts", "account", "exempt_account"), ("qos", "qos", "exempt_qos"),
               ("users", "user", "exempt_user"), ("job_names", "name", "exempt_name"))
@@ -47,15 +54,16 @@ def exemption(policy: ReclaimPolicy, job: Mapping[str, Any]) -> str | None:
         if _any(getattr(ex, setting), job.get(column)):
             return reason
     if ex.labels:
-        if "labels" not in job:
+        labels = _labels(job.get("labels"))
+        if labels is None:
             return "exemption_unknown"
-        labels = _labels(job["labels"])
         if any(k in labels and fnmatchcase(str(labels[k]), v) for k, v in ex.labels.items()):
             return "exempt_label"
     if ex.reservations:
-        if "reservation" not in job:
+        reservation = job.get("reservation")
+        if reservation is None:
             return "exemption_unknown"
-        if _any(ex.reservations, job["reservation"]):
+        if reservation != "" and _any(ex.reservations, reservation):  # "": it ran in no reservation
             return "exempt_reservation"
     return None
 
