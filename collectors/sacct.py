@@ -210,7 +210,21 @@ def _job(job: Any, misreports_exit: bool) -> dict[str, Any]:
         "array_task_id": _field("array.task_id", _number, array.get("task_id")) if array_job else None,
         "exit_signal": exit_signal,
         "gpu_equivalents": equivalents,
+        "reservation": _reservation(job.get("reservation")),
+        "labels": "{}",  # Slurm jobs carry no labels
     }
+
+
+def _reservation(value: Any) -> str | None:
+    """The reservation's name: `{"id", "name"}` (22.05 writes name 0 for none; 23.x on ""), or a plain
+    string (slurmctld's job records); "" for none, None when the record has no such field."""
+    if isinstance(value, Mapping):
+        value = value.get("name")
+    if value is None:
+        return None
+    if isinstance(value, str):
+        return value
+    return "" if value == 0 else str(value)
 
 
 _EXIT_TEXT = re.compile(r"(\d{1,3}):(\d{1,3})", re.ASCII)

@@ -42,10 +42,11 @@ RECLAIM_DECISIONS = schema({
 
 WARNING_STATES = ("shadow", "sent")
 """shadow: recorded, nobody told (the policy's shadow mode); sent: handed to the alert outbox."""
-ACTION_STATES = ("shadow", "awaiting_approval", "pending", "done", "already_ended", "failed", "rejected")
+ACTION_STATES = ("shadow", "awaiting_approval", "pending", "done", "already_ended", "failed", "rejected", "stale")
 """shadow: what would have been done; awaiting_approval: approve mode, until a person with the approver
 role decides; pending: due to be sent to the scheduler (auto, or approved); done; already_ended: the job
 had ended when the scheduler was asked (a retried cancel is not an error); failed: the scheduler refused
-(the outcome says why); rejected: an approver said no."""
+(the outcome says why); rejected: an approver said no; stale: dropped when it was due to be sent, because
+the job was no longer a candidate (busy again, silent, exempt, nobody waiting: the outcome says which)."""
 TAKEN = ("pending", "done", "failed")
 """Action states the per-hour cap counts: sent to the scheduler, or about to be."""

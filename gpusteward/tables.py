@@ -74,6 +74,11 @@ JOBS = schema(
         # the allocation in whole-GPU equivalents where the scheduler gave fractions (MIG slices, shards,
         # GPU fractions); null: gpus_allocated whole GPUs (gpusteward.capacity.held_gpus)
         "gpu_equivalents": pl.Float64,
+        # the advanced reservation the job ran in ("" when it ran in none; null when the source does not
+        # say: a `sacct -P` dump without the Reservation column, records stored before migration 030)
+        "reservation": pl.Utf8,
+        # the scheduler's labels as a JSON object (`{}` for Slurm, which has none; null when unknown)
+        "labels": pl.Utf8,
     }
 )
 JOBS_KEY = ("cluster", "job_id", "submit_time")

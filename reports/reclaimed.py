@@ -4,7 +4,8 @@ From the reclaim ledger (warehouse table reclaim_decisions, one line per warning
 GPU-hours given back by the actions taken (`gpu_hours_recovered`: the GPUs for the rest of each job's
 time limit, an upper bound) and, for shadow-mode policies, what they would have given back; warnings,
 objections (jobs a team lead exempted after a warning), actions taken, and actions an approver
-rejected or that found the job already ended (the mistakes reversed or avoided).
+rejected, that found the job already ended, or that were dropped because the job was no longer idle
+when they were due (the mistakes reversed or avoided).
 """
 
 from __future__ import annotations
@@ -16,7 +17,7 @@ from reports.evidence import Evidence
 from reports.model import Block, Cell, Column, Message, Quantity, Row, Section, Table, Term, Terms
 
 _TAKEN = ("done",)
-_REVERSED = ("rejected", "already_ended", "failed")
+_REVERSED = ("rejected", "already_ended", "failed", "stale")
 
 
 def _counts() -> list[pl.Expr]:

@@ -6,7 +6,7 @@ import json
 import shutil
 import sys
 import time
-from datetime import UTC, date, datetime, timedelta
+from datetime import UTC, date, datetime
 from pathlib import Path
 
 import click
@@ -22,13 +22,6 @@ from service.reclaim_job import replay_shadow
 from warehouse import open_warehouse
 
 DEMO_START = date(2026, 10, 1)
-
-
-REPLAY_STEP = timedelta(hours=6)
-"""How often the demo's shadow reclaimer turns over the simulated month. The service turns every 15 minutes;
-a turn costs about 60 ms of CPU on the demo fleet, so a month at 15 minutes would cost three minutes. At six
-hours (124 turns, and one more per warning, when its action falls due) an idle stretch is seen up to six hours
-late: the demo's figures count only stretches idle past idle_for plus that delay, a lower bound."""
 
 
 def demo_language(env: dict[str, str] | None = None) -> str:
@@ -94,8 +87,10 @@ def run_demo(out_dir: Path, *, seed: int, days: int, nodes: int, serve: bool, la
         clock.lap("evaluate", results=outputs.results.height, missed=missed)
 
         end = wh.data_end()
-        lines = replay_shadow(wh, config, month.start, end, REPLAY_STEP) if end is not None else 0
-        clock.lap("reclaim", lines=lines, step=f"{REPLAY_STEP.total_seconds() / 3600:g}")
+        # The shadow reclaimer as the service runs it: a turn every evaluation interval (sla.reclaim_replay).
+        replayed = replay_shadow(wh, config, month.start, end if end is not None else month.start)
+        clock.lap("reclaim", lines=replayed.lines, turns=replayed.turns,
+                  minutes=f"{replayed.interval.total_seconds() / 60:g}")
 
         run = raise_alerts(wh, config, outputs.month, outputs.episodes, datetime.now(UTC))
         alert_targets = ", ".join(r.path or r.url or r.name for r in config.alerts.receivers)

@@ -35,12 +35,14 @@ from service.jobs import JobResult
 from service.tasks import snapshot
 from sla.common import naive_utc
 from sla.reclaim import reclaim_plan
-from sla.reclaim_decide import decide, warned_of
+from sla.reclaim_decide import acted_of, decide, warned_of
 from sla.reclaim_inputs import lookback
+from sla.reclaim_replay import SPANS, idle_spans, next_turn, quiet_spans, turn_at_or_after
+from sla.reclaim_safety import recheck
 from warehouse import Warehouse
 from warehouse import reclaim_ledger as ledger
 from warehouse.control import ControlError
-from warehouse.reclaim import plan_instant, reclaim_inputs
+from warehouse.reclaim import idle_stretches, inference_windows, plan_instant, reclaim_inputs
 
 log = logging.getLogger("gpusteward.service.reclaim")
 
@@ -90,6 +92,20 @@ def expected_recovery(line: Mapping[str, Any], ends: Mapping[tuple[str, str], da
     return hours * int(line["gpus"])
 
 
+@dataclass(frozen=True)
+class Turn:
+    """One turn's decisions: the new ledger lines stored, the plan they came from, and the running job
+    records it read (JOBS)."""
+
+    stored: int
+    plan: pl.DataFrame
+    running: pl.DataFrame
+
+    @property
+    def ends(self) -> dict[tuple[str, str], datetime]:
+        return _limit_ends(self.running)
+
+
 @dataclass
 class Reclaim:
     """The reclaim job of the service's analysis lane (it takes the write lock only to store)."""
@@ -110,54 +126,68 @@ class Reclaim:
             at = plan_instant(view)
         if at is None:
             return JobResult(detail="no GPU-minutes yet")
-        stored, ends = self.decide_at(now, at)
-        acted = self._execute(now, at, ends)
+        turn = self.decide_at(now, at)
+        stored = turn.stored
+        acted = self._execute(now, at, turn)
         delivered = self._deliver(now)
         detail = f"at {naive_utc(at):%Y-%m-%d %H:%M}: {stored} new ledger lines, {acted} actions sent, " \
                  f"{delivered} notices delivered"
         return JobResult(wrote=bool(stored or acted or delivered), detail=detail)
 
-    def decide_at(self, now: datetime, at: datetime) -> tuple[int, dict[tuple[str, str], datetime]]:
-        """Plan at the watermark `at` and store the new ledger lines with their warnings' outbox items;
-        (lines stored, when each running job's time limit ends)."""
+    def decide_at(self, now: datetime, at: datetime) -> Turn:
+        """Plan at the watermark `at` and store the new ledger lines with their warnings' outbox items."""
         with snapshot(self.wh, self.lock) as view:
-            plan, lines, ends = self._plan(view, at)
+            plan, lines, running = self._plan(view, at)
         # Outbox items fall due at the clock's now, not the watermark's (which skewed exporter clocks can put ahead)
         items = [item for line in lines.to_dicts() if line["kind"] == "warning"
                  for item in self._notice(line, plan, now)]
         with self.lock:
             stored = ledger.store_decisions(self.wh, lines, items)
-        return stored, ends
+        return Turn(stored, plan, running)
 
-    def _plan(
-        self, view: Warehouse, at: datetime
-    ) -> tuple[pl.DataFrame, pl.DataFrame, dict[tuple[str, str], datetime]]:
+    def _plan(self, view: Warehouse, at: datetime) -> tuple[pl.DataFrame, pl.DataFrame, pl.DataFrame]:
         inputs = reclaim_inputs(view, at, lookback(self.config))
         starts = inputs.running["start_time"].drop_nulls()
         known = ledger.decisions(view, runs_from=starts.min() if starts.len() else naive_utc(at))  # type: ignore[arg-type]
         inputs = replace(inputs, warned=warned_of(known), exempted=ledger.exemptions(view),
-                         recent_actions=ledger.recent_actions(view, at))
+                         recent_actions=ledger.recent_actions(view, at), acted=acted_of(known))
         plan = reclaim_plan(inputs, self.config)
         ends = _limit_ends(inputs.running)
         lines = decide(plan, known, at)
         recovery = [expected_recovery(line, ends) if line["kind"] == "action" else None for line in lines.to_dicts()]
-        return plan, lines.with_columns(pl.Series("gpu_hours_recovered", recovery, dtype=pl.Float64)), ends
+        return plan, lines.with_columns(pl.Series("gpu_hours_recovered", recovery, dtype=pl.Float64)), inputs.running
 
     def _notice(self, line: Mapping[str, Any], plan: pl.DataFrame, at: datetime) -> list[Outgoing]:
         match = plan.filter((pl.col("cluster") == line["cluster"]) & (pl.col("job_id") == line["job_id"]))
         source = match["util_source"][0] if match.height else None
         return outgoing({**line, "util_source": source}, self.config, at)
 
-    def _execute(self, now: datetime, at: datetime, ends: Mapping[tuple[str, str], datetime]) -> int:
+    def _execute(self, now: datetime, at: datetime, turn: Turn) -> int:
+        """Send the pending actions, each checked again first against this turn's plan (sla.reclaim_safety.recheck):
+        an action approved hours after it was decided goes only if the kill switch is off, the job still runs
+        and is still the idle candidate it was, and the cluster's per-hour cap has room."""
         if self.config.reclaim.paused:
             return 0  # the kill switch holds back what was approved too, until it is lifted
         with self.lock:
             pending = ledger.pending_actions(self.wh)
+            sent_by_cluster = ledger.sent_per_cluster(self.wh, now)
         sent = 0
         for line in pending.to_dicts():
+            verdict, why = recheck(line, turn.plan, turn.running, sent_by_cluster.get(line["cluster"], 0), self.config)
+            if verdict == "hold":
+                with self.lock:
+                    ledger.note(self.wh, line["decision_id"], f"waiting: {why}")
+                continue
+            if verdict in ("ended", "stale"):
+                state = "already_ended" if verdict == "ended" else "stale"
+                with self.lock:
+                    ledger.record_outcome(self.wh, line["decision_id"], state, at=now, outcome=why, recovered=0.0)
+                continue
             state, transport, detail = self._act(line, at)
             sent += 1
-            recovered = expected_recovery(line, ends) if state == "done" else (None if state == "pending" else 0.0)
+            if state in ("done", "failed"):
+                sent_by_cluster[line["cluster"]] = sent_by_cluster.get(line["cluster"], 0) + 1
+            recovered = expected_recovery(line, turn.ends) if state == "done" else (None if state == "pending" else 0.0)
             with self.lock:
                 ledger.record_outcome(self.wh, line["decision_id"], state, at=now, transport=transport, outcome=detail,
                                       recovered=recovered)
@@ -201,36 +231,74 @@ class Reclaim:
         return done.delivered
 
 
-def replay_shadow(wh: Warehouse, config: Config, start: datetime, end: datetime, step: timedelta) -> int:
-    """What the policies would have done from `start` to `end`, as a reclaimer turning every `step` would have
-    seen it: every policy in shadow mode (nothing sent, nothing acted on), lines stored as the service stores
-    them; how many. The demo runs it over its simulated month, so its review shows what reclaiming would have
-    recovered. A turn every `step` sees an idle job up to a step late; each warning's action is then decided
-    at the service's first 15-minute turn after it falls due, as the service would."""
+def replay_shadow(wh: Warehouse, config: Config, start: datetime, end: datetime,
+                  interval: timedelta | None = None) -> Replayed:
+    """What the policies would have done from `start` to `end`, as the live reclaimer turning every `interval`
+    (the service's evaluation interval by default) would have decided it: every policy in shadow mode
+    (nothing sent, nothing acted on), lines stored as the service stores them. The demo runs it over its
+    simulated month, so its review shows what reclaiming would have recovered.
+
+    It plans only at the turns at which the live job could have written something (sla.reclaim_replay):
+    the turns inside a span where some job could be a candidate, skipping those at which a warned job
+    waits out its grace; at each it plans with the live job's evaluator, on the same instant."""
     shadow = replace(config, reclaim=replace(
         config.reclaim, paused=False, policies=[replace(p, mode="shadow") for p in config.reclaim.policies]))
-    if not shadow.reclaim.policies:
-        return 0
+    step = interval or config.service.evaluate_interval
+    origin, stop = naive_utc(start), naive_utc(end)
+    if not shadow.reclaim.policies or stop <= origin:
+        return Replayed(0, 0, step)
     job = Reclaim(shadow, wh, lambda _cluster: None, notifiers={})
-    stop = naive_utc(end)
-    turns = {naive_utc(start) + step * (i + 1) for i in range(int((stop - naive_utc(start)) / step))}
-    stored = 0
-    while turns:
-        at = min(turns)
-        turns.discard(at)
-        new = job.decide_at(at, at)[0]
-        stored += new
-        if new:  # the service turns again within its interval of each action falling due: so does the replay
-            due = ledger.decisions(wh, start=at, end=at + timedelta(microseconds=1))
-            turns |= {_next_turn(d) for d in due.filter(pl.col("kind") == "warning")["action_due"].drop_nulls()
-                      if at < _next_turn(d) <= stop}
-    return stored
+    spans = _spans(wh, shadow, origin, stop, job.lock)
+    due: dict[datetime, list[dict[str, Any]]] = {}
+    for span in spans.to_dicts():
+        first = turn_at_or_after(span["first"], origin, step)
+        if first <= min(span["last"], stop):
+            due.setdefault(first, []).append(span)
+    stored = turns = 0
+    while due:
+        at = min(due)
+        waiting = due.pop(at)
+        turn = job.decide_at(at, at)
+        stored += turn.stored
+        turns += 1
+        rows = {(r["cluster"], r["job_id"]): r for r in turn.plan.to_dicts()}
+        by_service: dict[tuple[str, str], list[dict[str, Any]]] = {}
+        for r in rows.values():
+            by_service.setdefault((r["cluster"], r["service"]), []).append(r)
+        for span in waiting:
+            if span["kind"] == "job":
+                options = [next_turn(rows.get((span["cluster"], span["key"])), at, origin, step)]
+            else:
+                options = [next_turn(r, at, origin, step) for r in by_service.get((span["cluster"], span["key"]), [])]
+            later = min((t for t in options if t is not None), default=None)
+            if later is not None and later <= min(span["last"], stop):
+                due.setdefault(later, []).append(span)
+    return Replayed(stored, turns, step)
 
 
-def _next_turn(moment: datetime, interval: timedelta = timedelta(minutes=15)) -> datetime:
-    """The first turn of a service turning every `interval` at or after `moment`."""
-    base = moment.replace(minute=0, second=0, microsecond=0)
-    return base + interval * -(-(moment - base) // interval)
+@dataclass(frozen=True)
+class Replayed:
+    """A shadow replay's ledger lines stored, the turns it planned at, and its interval."""
+
+    lines: int
+    turns: int
+    interval: timedelta
+
+
+def _spans(wh: Warehouse, config: Config, start: datetime, end: datetime,
+           lock: AbstractContextManager[object]) -> pl.DataFrame:
+    """SPANS of the replay: when jobs (minute-based policies) or services (no_traffic) could be candidates."""
+    by_minutes = [p.idle_for for p in config.reclaim.policies if p.when != "no_traffic"]
+    by_traffic = [p.idle_for for p in config.reclaim.policies if p.when == "no_traffic"]
+    read_from = start - lookback(config)
+    parts = [pl.DataFrame(schema=SPANS)]
+    with snapshot(wh, lock) as view:
+        if by_minutes:
+            stretches = idle_stretches(view, read_from, end, config.idle.util_below, config.idle.min_minutes)
+            parts.append(idle_spans(stretches, min(by_minutes)))
+        if by_traffic:
+            parts.append(quiet_spans(inference_windows(view, read_from, end), min(by_traffic), read_from))
+    return pl.concat(parts)
 
 
 def check_objection(wh: Warehouse, config: Config, actor: str, role: str | None, target: str) -> None:

@@ -34,7 +34,6 @@ from sla.reclaim_inputs import RECLAIM_PLAN, ReclaimInputs
 from sla.reclaim_safety import apply_safety, exemption, stage
 
 _INFERENCE = Scenario.ONLINE_INFERENCE.value
-_OPTIONAL = ("labels", "reservation")
 
 
 def policy_for(config: Config, scenario: str, team: str, cluster: str) -> ReclaimPolicy | None:
@@ -50,12 +49,10 @@ def policy_for(config: Config, scenario: str, team: str, cluster: str) -> Reclai
 
 
 def classified_running(inputs: ReclaimInputs, config: Config) -> pl.DataFrame:
-    """The running GPU jobs with `scenario`, `team`, `_id` (job id as text) and `_label`; keeps `labels`
-    and `reservation` where the records carry them (sla.reclaim_safety needs to know when they do not)."""
-    extra = [c for c in _OPTIONAL if c in inputs.running.columns]
+    """The running GPU jobs with `scenario`, `team`, `_id` (job id as text) and `_label` (their `labels` and
+    `reservation` null where the records do not say: sla.reclaim_safety needs to know when they do not)."""
     running = inputs.running.select(
         *[(pl.col(c) if c in inputs.running.columns else pl.lit(None)).cast(t).alias(c) for c, t in JOBS.items()],
-        *extra,
     ).filter(pl.col("gpus_allocated").fill_null(0) > 0)
     # A requeued job has several records; the latest one is the job that runs now.
     running = running.sort("submit_time", nulls_last=False).unique(["cluster", "job_id"], keep="last")
@@ -221,5 +218,5 @@ def reclaim_plan(inputs: ReclaimInputs, config: Config) -> pl.DataFrame:
     rows += _by_minutes(by_minutes, inputs, config, warned)
     rows += _by_traffic(by_traffic, inputs, config, warned, running)
     plan = pl.DataFrame([{k: r.get(k) for k in RECLAIM_PLAN} for r in rows], schema=RECLAIM_PLAN, orient="row")
-    plan = apply_safety(plan, config, now, inputs.recent_actions)
+    plan = apply_safety(plan, config, now, inputs.recent_actions, inputs.acted)
     return plan.sort("cluster", "verdict", "job_id")

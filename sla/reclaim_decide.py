@@ -25,7 +25,7 @@ import polars as pl
 
 from gpusteward.reclaim_ledger import RECLAIM_DECISIONS
 from sla.common import naive_utc
-from sla.reclaim_inputs import WARNED
+from sla.reclaim_inputs import ACTED, WARNED
 
 _ACTION_STATE = {"shadow": "shadow", "approve": "awaiting_approval", "auto": "pending"}
 
@@ -48,6 +48,12 @@ def warned_of(ledger: pl.DataFrame) -> pl.DataFrame:
     ).cast(dict(WARNED))  # type: ignore[arg-type]
 
 
+def acted_of(ledger: pl.DataFrame) -> pl.DataFrame:
+    """ACTED (the evaluator's input) from the ledger: the runs with an action under a policy, less dropped ones."""
+    actions = ledger.filter((pl.col("kind") == "action") & (pl.col("state") != "stale"))
+    return actions.select("cluster", "job_id", "policy", "run_start").unique().cast(dict(ACTED))  # type: ignore[arg-type]
+
+
 def _line(row: Mapping[str, Any], kind: str, at: datetime, state: str, warning_id: str | None) -> dict[str, Any]:
     gpus, minutes = row["gpus"], row["idle_minutes"]
     return {
@@ -67,7 +73,7 @@ def decide(plan: pl.DataFrame, ledger: pl.DataFrame, now: datetime) -> pl.DataFr
     acted: set[tuple[Any, ...]] = set()
     latest_warning: dict[tuple[Any, ...], tuple[datetime, str]] = {}
     for line in ledger.sort("decided_at").to_dicts():
-        if line["kind"] == "action":
+        if line["kind"] == "action" and line["state"] != "stale":  # a dropped action leaves the run to a new warning
             acted.add(_episode(line))
         else:
             latest_warning[_episode(line)] = (line["decided_at"], line["decision_id"])

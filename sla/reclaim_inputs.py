@@ -9,6 +9,7 @@ The frames are the warehouse's (gpusteward.tables) cut around `now`:
 - warned: the latest warning of each job's current run per policy (WARNED), from the reclaim ledger
 - exempted: jobs a team lead exempted through the control API (EXEMPTED), until `until` (null: for good)
 - recent_actions: taking actions of the last hour per cluster (RECENT_ACTIONS), for the cap
+- acted: the runs the ledger already holds an action for (ACTED), which the cap does not rank again
 """
 
 from __future__ import annotations
@@ -27,6 +28,9 @@ WARNED = schema({"cluster": pl.Utf8, "job_id": pl.Utf8, "policy": pl.Utf8, "warn
 of a requeued job does not count for the current one."""
 RECENT_ACTIONS = schema({"cluster": pl.Utf8, "at": TS})
 EXEMPTED = schema({"cluster": pl.Utf8, "job_id": pl.Utf8, "until": TS, "by": pl.Utf8})
+ACTED = schema({"cluster": pl.Utf8, "job_id": pl.Utf8, "policy": pl.Utf8, "run_start": TS})
+"""Runs already acted on under a policy (the ledger's actions, less those dropped as stale): the cap ranks
+only the candidates still to be acted on."""
 
 RECLAIM_PLAN = schema({
     "cluster": pl.Utf8,
@@ -85,3 +89,4 @@ class ReclaimInputs:
     warned: pl.DataFrame = field(default_factory=lambda: pl.DataFrame(schema=WARNED))
     recent_actions: pl.DataFrame = field(default_factory=lambda: pl.DataFrame(schema=RECENT_ACTIONS))
     exempted: pl.DataFrame = field(default_factory=lambda: pl.DataFrame(schema=EXEMPTED))
+    acted: pl.DataFrame = field(default_factory=lambda: pl.DataFrame(schema=ACTED))

@@ -12,6 +12,7 @@ import polars as pl
 from gpusteward import tables
 from sla.common import naive_utc
 from sla.reclaim_inputs import WAITING_JOBS, ReclaimInputs
+from sla.reclaim_replay import IDLE_STRETCHES
 from warehouse.store import Warehouse
 
 PENDING_SNAPSHOT_AGE = timedelta(minutes=15)
@@ -73,3 +74,30 @@ def reclaim_inputs(wh: Warehouse, now: datetime, lookback: timedelta) -> Reclaim
     )
     return ReclaimInputs(now=at, window_start=start, running=running, waiting=waiting, gpu_minutes=minutes,
                          inference_windows=windows)
+
+
+def idle_stretches(wh: Warehouse, start: datetime, end: datetime, util_below: float, min_minutes: int) -> pl.DataFrame:
+    """IDLE_STRETCHES (sla.reclaim_replay) in [start, end): each GPU's runs of consecutive minutes of one job
+    with utilisation (GR_ENGINE_ACTIVE x 100 where present, else GPU_UTIL) below `util_below`, at least
+    `min_minutes` long; a minute without a utilisation ends a run, as in sla.idle_states. One pass over
+    the packed minutes, for a replay to know when a job could be idle long enough to be reclaimed."""
+    frame = wh.query(
+        "WITH low AS ("
+        "  SELECT gpu_key, job_key, minute,"
+        "         minute - row_number() OVER (PARTITION BY gpu_key, job_key ORDER BY minute) AS run"
+        "  FROM gpu_minute_rows"
+        "  WHERE minute >= epoch_us(?::TIMESTAMP) // 60000000 AND minute < epoch_us(?::TIMESTAMP) // 60000000"
+        "    AND job_key IS NOT NULL AND coalesce((engine_e4 / 10000)::REAL::DOUBLE * 100.0, gpu_util) < ?"
+        ") SELECT g.cluster, j.job_id, make_timestamp(min(l.minute) * 60000000::BIGINT) AS first,"
+        "  make_timestamp((max(l.minute) + 1) * 60000000::BIGINT) AS stop"
+        " FROM low l JOIN gpus g USING (gpu_key) JOIN job_labels j USING (job_key)"
+        " GROUP BY g.cluster, l.gpu_key, j.job_id, l.run HAVING count(*) >= ? ORDER BY first",
+        [naive_utc(start), naive_utc(end), util_below, min_minutes],
+    )
+    return tables.conform(frame, IDLE_STRETCHES)
+
+
+def inference_windows(wh: Warehouse, start: datetime, end: datetime) -> pl.DataFrame:
+    """INFERENCE_WINDOWS ending in (start, end]."""
+    return _read(wh, "SELECT * FROM inference_windows WHERE ts > ? AND ts <= ? ORDER BY cluster, service, ts",
+                 [naive_utc(start), naive_utc(end)], tables.INFERENCE_WINDOWS)

@@ -58,6 +58,24 @@ def record_outcome(
     )
 
 
+def note(wh: Warehouse, decision_id: str, outcome: str) -> None:
+    """Why a pending action waits (held by the cap or the kill switch), without marking it acted on."""
+    run(wh.connection, "UPDATE reclaim_decisions SET outcome = ? WHERE decision_id = ?", [outcome, decision_id])
+
+
+def sent_per_cluster(wh: Warehouse, now: datetime, window: timedelta = timedelta(hours=1)) -> dict[str, int]:
+    """Taking actions the scheduler was sent (done or failed) in the `window` before `now`, per cluster: what the
+    per-hour cap counts when an action is about to be sent."""
+    at = naive_utc(now)
+    rows = run(
+        wh.connection,
+        "SELECT cluster, count(*) FROM reclaim_decisions WHERE kind = 'action' AND action <> 'notify'"
+        " AND state IN ('done', 'failed') AND acted_at > ? AND acted_at <= ? GROUP BY cluster",
+        [at - window, at],
+    )
+    return {str(cluster): int(n) for cluster, n in rows}
+
+
 def decisions(wh: Warehouse, *, runs_from: datetime | None = None, start: datetime | None = None,
               end: datetime | None = None) -> pl.DataFrame:
     """Ledger lines (RECLAIM_DECISIONS), by decision time: those about runs that started at or after

@@ -112,6 +112,8 @@ def _row(r: dict[str, str]) -> dict[str, Any]:
         "gpu_equivalents": capacity.typed_gpu_equivalents(
             [(t, int(n)) for t, n in _GPU_TYPED.findall(alloc or "")], allocated
         ),
+        "reservation": r.get("Reservation"),  # "" for none; None when the dump lacks the column
+        "labels": "{}",  # Slurm jobs carry no labels
     }
 
 

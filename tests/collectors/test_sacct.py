@@ -140,3 +140,29 @@ def test_duplicate_records_keep_the_last() -> None:
     jobs, _, problems = read_sacct(data, source="s")
     assert jobs["state"].to_list() == ["COMPLETED"]
     assert "repeated job records" in problems[0].message
+
+
+def test_the_reservation_is_read_and_slurm_records_carry_no_labels() -> None:
+    """Reclaim exemptions by reservation need it: 22.05 writes `{"id": 0, "name": 0}` for none, later versions
+    `""`; a job in one names it. Slurm has no labels: its records say so (`{}`), unlike unknown (null)."""
+    data = json.loads((DATA / "sacct-22.05.8-local.json").read_text())
+    data["jobs"][1]["reservation"] = {"id": 3, "name": "maint-gpu"}
+    data["jobs"][2]["reservation"] = {"id": 0, "name": ""}
+    del data["jobs"][3]["reservation"]
+    jobs, _, problems = read_sacct(data, source="resv")
+    assert problems == []
+    assert jobs.select("job_id", "reservation").sort("job_id").rows()[:5] == [
+        (1, ""), (2, "maint-gpu"), (3, ""), (4, None), (5, "")]
+    assert set(jobs["labels"]) == {"{}"}
+
+
+def test_sacct_text_reads_the_reservation_column_when_the_dump_has_it() -> None:
+    from collectors.slurm.sacct_text import read_sacct_text
+
+    head = ("JobID|JobIDRaw|Cluster|Account|Partition|QOS|State|ExitCode|DerivedExitCode|Reason|Submit|Eligible|"
+            "Start|End|AllocTRES|NodeList")
+    row = "7|7|east|nlp|train|normal|RUNNING|0:0|0:0|None|2026-10-01T00:00:00|2026-10-01T00:00:00|" \
+          "2026-10-01T00:01:00|Unknown|gres/gpu=1|gpu-01"
+    without, _, _ = read_sacct_text([head, row], source="p")
+    with_column, _, _ = read_sacct_text([head + "|Reservation", row + "|maint-gpu"], source="p")
+    assert (without["reservation"].item(), with_column["reservation"].item()) == (None, "maint-gpu")

@@ -112,10 +112,12 @@ def test_the_review_shows_what_the_fleets_shadow_reclaimer_would_have_done(demo_
     review = (demo_dir / "reports" / "review-2026-10.en.md").read_text()
     section = review.split("## Reclaimed this month")[1].split("\n## ")[0]
     assert "3 reclaim policies are configured (modes: shadow)." in section
-    # Seed 7: the replay's shadow policies would have warned two idle Research notebooks and acted on neither
-    # (at their action's turn they were busy again, or nobody waited); the golden review holds the figures.
-    assert "Shadow-mode policies would have warned" in section
-    assert "| Interactive | Research |" in section
+    # Seed 7, replayed at the service's 15-minute turns: job_defense_shield's notebook policy (warned at 1 h
+    # idle, cancelled at 2 h) warns Research's idle notebooks 131 times and would cancel 64 of them, about as
+    # many as the review counts idle past the 2-hour limit (65 of 79 sessions).
+    assert "Shadow-mode policies would have warned 131 times and taken 64 actions, giving back 465 GPU-hours" \
+        in section
+    assert "| Interactive | Research | 0 | 0 | 0.0 GPU-hours | 131 | 64 | 465 GPU-hours | 0 | 0 |" in section
     assert "## 本月回收" in (demo_dir / "reports" / "review-2026-10.zh.md").read_text()
 
 

@@ -13,6 +13,7 @@ LAPS: list[tuple[str, float, dict[str, object]]] = [
     ("simulate", 12.0, {"files": 130, "folder": "demo-out/data"}),
     ("import", 30.5, {"rows": "3,012,345", "db": "demo-out/gpusteward.duckdb"}),
     ("evaluate", 8.2, {"results": 1024, "missed": 17}),
+    ("reclaim", 6.0, {"lines": 210, "turns": 180, "minutes": "15"}),
     ("alerts", 0.4, {"alerts": 9, "delivered": 9, "targets": "alerts.jsonl"}),
     ("review", 40.0, {"paths": "demo-out/reports/review-2026-10.zh.pdf"}),
     ("quota_plan", 0.1, {"changes": 4, "path": "demo-out/quota-plan-2026-10.json"}),

@@ -11,6 +11,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field, replace
 from datetime import timedelta
 from pathlib import Path
+from typing import Literal
 
 import polars as pl
 import pytest
@@ -24,7 +25,7 @@ from gpusteward.tables import GPU_MINUTES, JOBS
 from service.api import Request
 from service.reclaim_job import Reclaim, actions_from_config, check_objection, replay_shadow
 from service.serve import ServeSettings, Service
-from tests.sla.builders import BASE_TOML, at, frame
+from tests.sla.builders import BASE_TOML, at, frame, job
 from tests.sla.reclaim_builders import BUSY, IDLE, gpu_minutes_of, notebook, trainer
 from warehouse import Warehouse, control, open_warehouse
 from warehouse.control import ControlError
@@ -250,9 +251,9 @@ def test_the_service_runs_the_reclaimer_and_audits_objections_through_its_contro
 
 
 def test_a_shadow_replay_records_what_would_have_happened_and_sends_nothing(wh: Warehouse, tmp_path: Path) -> None:
-    stored = replay_shadow(wh, _config(tmp_path), at(0), at(240), timedelta(minutes=30))
+    replayed = replay_shadow(wh, _config(tmp_path), at(0), at(240), timedelta(minutes=30))
     lines = decisions(wh)
-    assert stored == lines.height > 0
+    assert replayed.lines == lines.height > 0
     assert set(lines["state"]) == {"shadow"}  # auto and approve policies alike: a replay never sends or acts
     first = lines.filter(pl.col("job_id") == "1").sort("decided_at")
     assert first.select("kind", "decided_at").rows() == [("warning", at(60)), ("action", at(120))]
@@ -279,3 +280,141 @@ token_file = "token"
     assert isinstance(kube, KubeReclaimActions)
     assert kube.api.base_url == "https://127.0.0.1:6443"
     assert actions("elsewhere") is None
+
+
+def _replay_world(opened: Warehouse, *, waiting: bool) -> None:
+    """Five hours of a small pool: notebook 1 idle, busy for five minutes at 01:20, idle again; training job 3
+    idle throughout; notebook 4 idle until its host goes silent at 01:40; notebook 6 busy. With `waiting`, job
+    7 waits for a GPU from 02:10 to 03:20 (idle_while_waiting)."""
+    jobs = [notebook(1, time_limit_min=600), trainer(3, time_limit_min=600), notebook(4), notebook(6)]
+    if waiting:
+        jobs.append(job(7, submit=130, start=200, end=None, state="RUNNING"))
+    minutes = pl.concat([
+        _minutes(1, [IDLE] * 80 + [BUSY] * 5 + [IDLE] * 215, host="h1", start=0),
+        _minutes(3, [IDLE] * 300, host="h3", start=0),
+        _minutes(4, [IDLE] * 100, host="h4", start=0),
+        _minutes(6, [BUSY] * 300, host="h6", start=0),
+    ])
+    opened.ingest("test", {"jobs": frame(jobs, JOBS), "gpu_minutes": minutes})
+
+
+@pytest.mark.parametrize("when", ["idle", "idle_while_waiting"])
+def test_the_replay_decides_what_the_live_job_turning_every_interval_would_have(
+    tmp_path: Path, when: Literal["idle", "idle_while_waiting"]
+) -> None:
+    """The replay plans only at the turns that could decide something; the ledger is the one a reclaimer
+    planning at every 15-minute turn writes, line for line."""
+    config = _config(tmp_path)
+    if when == "idle_while_waiting":
+        config = replace(config, reclaim=replace(config.reclaim, policies=[
+            replace(p, when=when) if p.name == "notebooks" else p for p in config.reclaim.policies]))
+    shadow = replace(config, reclaim=replace(config.reclaim, policies=[
+        replace(p, mode="shadow") for p in config.reclaim.policies]))
+    every = timedelta(minutes=15)
+    replayed_path, live_path = tmp_path / "replayed.duckdb", tmp_path / "live.duckdb"
+    with open_warehouse(replayed_path) as replayed_wh, open_warehouse(live_path) as live_wh:
+        _replay_world(replayed_wh, waiting=when != "idle")
+        _replay_world(live_wh, waiting=when != "idle")
+        replayed = replay_shadow(replayed_wh, config, at(0), at(300), every)
+        live = Reclaim(shadow, live_wh, lambda _cluster: None, notifiers={})
+        for turn in range(1, 21):
+            live.decide_at(at(15 * turn), at(15 * turn))
+        columns = ["decision_id", "kind", "job_id", "decided_at", "state", "idle_since", "gpu_hours_recovered"]
+        assert decisions(replayed_wh).select(columns).rows() == decisions(live_wh).select(columns).rows()
+        assert replayed.turns < 20
+        lines = sorted(decisions(replayed_wh).select("decided_at", "job_id", "kind").rows())
+    if when == "idle":
+        # Notebook 1: warned at 01:00, busy at 01:20 before its action was due, warned anew at 02:30 for its
+        # second stretch (idle since 01:25) and cancelled at 03:30; training job 3 requeued 30 minutes after its
+        # warning; notebook 4 warned, silent when its action fell due (no data is never idle).
+        assert lines == [(at(60), "1", "warning"), (at(60), "3", "warning"), (at(60), "4", "warning"),
+                         (at(90), "3", "action"), (at(150), "1", "warning"), (at(210), "1", "action")]
+    else:
+        # Nobody waited before 02:10 nor after 03:20: notebook 1's second stretch is warned at 02:30, and its
+        # action falls due at 03:30 with nobody waiting, so it is never taken.
+        assert lines == [(at(60), "3", "warning"), (at(90), "3", "action"), (at(150), "1", "warning")]
+
+
+def test_the_review_shows_a_planted_idle_notebook_warned_then_shadow_cancelled_after_the_grace(
+    wh: Warehouse, tmp_path: Path
+) -> None:
+    """From the replay to the review: notebook 1, idle from T0, is warned at the first 15-minute turn an hour
+    idle and (in shadow) cancelled at the turn its hour of grace ends; the section counts both."""
+    from reports import build_review, render_markdown
+    from tests.reports.fixtures import demo_config, demo_outputs
+
+    config = _config(tmp_path)
+    replay_shadow(wh, config, at(0), at(240), timedelta(minutes=15))
+    planted = decisions(wh).filter(pl.col("job_id") == "1")
+    assert planted.select("kind", "decided_at", "state").rows() == [
+        ("warning", at(60), "shadow"), ("action", at(120), "shadow")]
+    assert planted["gpu_hours_recovered"][1] == pytest.approx(8.0)  # 1 GPU from 02:00 to its limit at 10:00
+    review_config = replace(demo_config(), reclaim=config.reclaim)
+    review = build_review(demo_outputs(), review_config, reclaimed=month_lines(wh, at(0), at(24 * 60)))
+    section = render_markdown(review, "en").split("## Reclaimed this month")[1].split("\n## ")[0]
+    # Notebooks 1, 4 and 5 (idle from T0; 4's host goes silent only at 03:00) and training job 3 (30 minutes'
+    # grace): four warnings and four shadow actions; only notebook 1 has a time limit to give back.
+    assert "Shadow-mode policies would have warned 4 times and taken 4 actions, giving back 8.0 GPU-hours" in section
+    assert "| Interactive | NLP | 0 | 0 | 0.0 GPU-hours | 3 | 3 | 8.0 GPU-hours | 0 | 0 |" in section
+
+
+def _capped(tmp_path: Path, *, paused: bool = False) -> Config:
+    path = tmp_path / ("capped-paused.toml" if paused else "capped.toml")
+    head = "[reclaim]\nmax_actions_per_hour = 1\n" + ("paused = true\n" if paused else "")
+    path.write_text(BASE_TOML.replace("TZ", "UTC") + POLICIES.replace("[reclaim]\n", head), encoding="utf-8")
+    return load_config(path)
+
+
+def _action_of(wh: Warehouse, job_id: str) -> dict[str, object]:
+    return decisions(wh).filter((pl.col("kind") == "action") & (pl.col("job_id") == job_id)).row(0, named=True)
+
+
+def test_an_approved_action_waits_for_the_kill_switch_and_the_hourly_cap(wh: Warehouse, tmp_path: Path) -> None:
+    config, paused = _capped(tmp_path), _capped(tmp_path, paused=True)
+    scheduler = FakeScheduler()
+    job = Reclaim(config, wh, lambda _cluster: scheduler)
+    job.run(at(240))  # warnings: notebooks 1 and 5, training job 3
+    _advance(wh, 240, 31)
+    job.run(at(271))  # training job 3's requeue waits for an approver
+    _advance(wh, 271, 30)
+    job.run(at(301))  # the notebooks' cancels fall due; the cap (1 an hour) lets one go: notebook 1
+    assert [c.job_id for c in scheduler.calls] == ["1"]
+    requeue = str(_action_of(wh, "3")["decision_id"])
+    control.record(wh, "alice", "reclaim.approve", requeue, at=at(302))
+    Reclaim(paused, wh, lambda _cluster: scheduler).run(at(302))  # the kill switch holds the approved requeue
+    job.run(at(302))  # so does the cap: notebook 1 was cancelled at 05:01
+    assert [c.job_id for c in scheduler.calls] == ["1"]
+    held = _action_of(wh, "3")
+    assert (held["state"], held["acted_at"]) == ("pending", None)
+    assert held["outcome"] == "waiting: the per-hour cap: 1 of 1 actions sent in cluster east"
+    _advance(wh, 301, 61)
+    job.run(at(362))  # an hour on, still idle: the approved requeue goes first (notebook 5's cancel waits)
+    assert [c.job_id for c in scheduler.calls] == ["1", "3"]
+    assert (_action_of(wh, "3")["state"], _action_of(wh, "3")["decided_by"]) == ("done", "alice")
+    assert _action_of(wh, "5")["state"] == "pending"
+
+
+def test_an_approved_action_is_dropped_when_the_job_is_busy_again_and_warned_anew(
+    wh: Warehouse, tmp_path: Path
+) -> None:
+    config = _config(tmp_path)
+    scheduler = FakeScheduler()
+    job = Reclaim(config, wh, lambda _cluster: scheduler)
+    job.run(at(240))
+    _advance(wh, 240, 31)
+    job.run(at(271))
+    requeue = str(_action_of(wh, "3")["decision_id"])
+    # Before anyone approves, the owner resumes training: job 3 is busy from 04:31 to 04:40.
+    wh.ingest("test", {"gpu_minutes": _minutes(3, [BUSY] * 10, host="h3", start=271)})
+    control.record(wh, "alice", "reclaim.approve", requeue, at=at(281))
+    job.run(at(281))
+    assert [c.job_id for c in scheduler.calls] == []
+    dropped = _action_of(wh, "3")
+    assert (dropped["state"], dropped["outcome"]) == ("stale", "left alone now: busy")
+    assert dropped["gpu_hours_recovered"] == 0.0
+    # Idle again from 04:41: its new stretch is warned anew an hour later, and its requeue waits for approval.
+    wh.ingest("test", {"gpu_minutes": _minutes(3, [IDLE] * 90, host="h3", start=281)})
+    job.run(at(371))
+    lines = decisions(wh).filter(pl.col("job_id") == "3").sort("decided_at")
+    assert lines.select("kind", "state", "decided_at").rows() == [
+        ("warning", "sent", at(240)), ("action", "stale", at(271)), ("warning", "sent", at(371))]

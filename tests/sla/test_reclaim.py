@@ -148,17 +148,17 @@ def test_label_and_reservation_exemptions_the_records_cannot_show_leave_the_job_
 @pytest.mark.parametrize(
     ("labels", "reservation", "expected"),
     [
-        ({"keep": "yes"}, None, ("left_alone", "exempt_label")),
-        ({"keep": "no"}, "maint-3", ("left_alone", "exempt_reservation")),
-        ({"keep": "no"}, None, ("candidate", None)),
+        ('{"keep": "yes"}', None, ("left_alone", "exempt_label")),
+        ('{"keep": "no"}', "maint-3", ("left_alone", "exempt_reservation")),
+        ('{"keep": "no"}', "", ("candidate", None)),  # "": the record says it ran in no reservation
+        ("{}", "", ("candidate", None)),  # a Slurm record: no labels, no reservation
+        ('{"keep": "no"}', None, ("left_alone", "exemption_unknown")),  # the source did not say
     ],
 )
 def test_label_and_reservation_exemptions_where_the_records_carry_them(
-    labels: dict[str, str], reservation: str | None, expected: tuple[str, str | None]
+    labels: str, reservation: str | None, expected: tuple[str, str | None]
 ) -> None:
-    running = frame([notebook(5, partition="cpu1")], JOBS).with_columns(
-        pl.lit(pl.Series([labels])).alias("labels"), pl.lit(reservation, pl.Utf8).alias("reservation")
-    )
+    running = frame([notebook(5, partition="cpu1", labels=labels, reservation=reservation)], JOBS)
     plan = reclaim_plan(
         reclaim_inputs(running=[], running_frame=running, gpu_minutes=gpu_minutes_of(5, ALL_IDLE)),
         reclaim_config(LABEL_POLICY),

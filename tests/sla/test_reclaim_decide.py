@@ -95,3 +95,42 @@ grace = "0s"
 action = "requeue"
 """
 
+
+
+def test_a_due_action_is_checked_again_before_it_is_sent() -> None:
+    """An approved action may be sent hours after it was decided: it goes only while the kill switch is off,
+    its run still runs, the job is still the same idle stretch's candidate, and the cluster's hour has room."""
+    from dataclasses import replace
+
+    from sla.reclaim_safety import recheck
+
+    empty = pl.DataFrame(schema=RECLAIM_DECISIONS)
+    running = _inputs(at(240), empty).running
+    line = {"decision_id": "a1", "kind": "action", "cluster": "east", "job_id": "2", "run_start": at(0),
+            "policy": "training", "action": "requeue", "idle_since": at(0)}
+    idle = reclaim_plan(_inputs(at(240), empty), CONFIG)
+    assert recheck(line, idle, running, 0, CONFIG) == ("go", "")
+    assert recheck(line, idle, running, 5, CONFIG) == (
+        "hold", "the per-hour cap: 5 of 5 actions sent in cluster east")
+    paused = replace(CONFIG, reclaim=replace(CONFIG.reclaim, paused=True))
+    assert recheck(line, idle, running, 0, paused)[0] == "hold"
+    # The run it was about is over (the job ended, or a requeued job runs again as a new run).
+    assert recheck({**line, "run_start": at(-30)}, idle, running, 0, CONFIG)[0] == "ended"
+    # Busy now; idle again, but only after being busy (a new stretch, to be warned anew); no policy covers it.
+    busy = reclaim_plan(_inputs(at(240), empty, [IDLE] * 200 + [BUSY] * 40), CONFIG)
+    assert recheck(line, busy, running, 0, CONFIG) == ("stale", "left alone now: busy")
+    again = reclaim_plan(_inputs(at(240), empty, [IDLE] * 100 + [BUSY] * 10 + [IDLE] * 130), CONFIG)
+    assert recheck(line, again, running, 0, CONFIG) == (
+        "stale", "busy since the warning (idle again only since 2026-03-01 01:50)")
+    assert recheck({**line, "policy": "gone"}, idle, running, 0, CONFIG)[0] == "stale"
+
+
+def test_a_dropped_action_leaves_the_run_to_a_new_warning() -> None:
+    """An action dropped as stale does not close the run: its next idle stretch is warned and acted on anew."""
+    utils = [IDLE] * 100 + [BUSY] * 10 + [IDLE] * 190
+    first = _turn(at(100), pl.DataFrame(schema=RECLAIM_DECISIONS), utils=utils)
+    assert first["kind"].to_list() == ["warning", "action"]
+    dropped = first.with_columns(
+        pl.when(pl.col("kind") == "action").then(pl.lit("stale")).otherwise("state").alias("state"))
+    later = _turn(at(240), dropped, utils=utils)
+    assert later.select("kind", "decided_at").rows()[2:] == [("warning", at(240)), ("action", at(240))]

@@ -52,3 +52,36 @@ def test_reclaim_inputs_cut_the_warehouse_around_now(tmp_path: Path) -> None:
                                                                                NOW - timedelta(minutes=1))
     assert (inputs.now, inputs.window_start) == (NOW, NOW - timedelta(hours=2))
     assert last == at(300)  # the minute after the last GPU-minute stored
+
+
+def test_a_reservation_and_labels_stored_with_the_record_reach_the_reclaim_plan(tmp_path: Path) -> None:
+    """Migration 030: the running records carry their reservation and labels; a record that says none keeps
+    "" / {}, and a later read of the same record that does not say (a `sacct -P` dump without the column)
+    keeps what the first one said."""
+    from sla.reclaim import reclaim_plan
+    from tests.sla.reclaim_builders import reclaim_config
+
+    config = reclaim_config("""
+[[reclaim.policies]]
+name = "general"
+scenario = "general_compute"
+when = "idle"
+exempt = { reservations = ["maint*"], labels = { keep = "yes" } }
+
+[[rules]]
+scenario = "general_compute"
+match = { partition = "cpu*" }
+""")
+    running = [job(j, partition="cpu1", start=0, end=None, state="RUNNING", reservation=r, labels="{}")
+               for j, r in ((2, "maint-gpu"), (3, ""))]
+    minutes = pl.concat([frame(gpu_minutes_of(j, [0.0] * 300, host=f"h{j}"), GPU_MINUTES) for j in (2, 3)])
+    with open_warehouse(tmp_path / "w.duckdb") as wh:
+        wh.ingest("test", {"jobs": frame(running, JOBS), "gpu_minutes": minutes})
+        unsaid = [{**r, "reservation": None, "labels": None} for r in running]
+        wh.ingest("test", {"jobs": frame(unsaid, JOBS)})
+        inputs = reclaim_inputs(wh, NOW, timedelta(hours=2))
+    assert inputs.running.select("job_id", "reservation", "labels").sort("job_id").rows() == [
+        (2, "maint-gpu", "{}"), (3, "", "{}")]
+    plan = reclaim_plan(inputs, config)
+    assert plan.select("job_id", "verdict", "reason").sort("job_id").rows() == [
+        ("2", "left_alone", "exempt_reservation"), ("3", "candidate", None)]
