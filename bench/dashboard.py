@@ -29,7 +29,8 @@ Months:
   copied from $GPUSTEWARD_BENCH_DASHBOARD_MONTH when set (a kept `month-1000x31.duckdb` of
   `bench service`; the file itself is never opened for writing), else written here (minutes).
 $GPUSTEWARD_BENCH_DASHBOARD_KEEP=DIR keeps the published months there and reuses them next time;
-$GPUSTEWARD_BENCH_DASHBOARD_ROUNDS=N times N rounds instead of five.
+$GPUSTEWARD_BENCH_DASHBOARD_ROUNDS=N times N rounds instead of five; $GPUSTEWARD_BENCH_DASHBOARD_MONTHS=demo
+(or gpus1000) times one month only.
 
 Goals (issue 23): every page within 2 s on the demo month and within 5 s on the 1,000-GPU month
 (the median `open`, the slower of the two ways in). `--quick` (in `bench all --quick`, so the bench
@@ -59,6 +60,8 @@ from bench.harness import Timing
 KEEP = "GPUSTEWARD_BENCH_DASHBOARD_KEEP"
 MONTH_DB = "GPUSTEWARD_BENCH_DASHBOARD_MONTH"
 ROUNDS = "GPUSTEWARD_BENCH_DASHBOARD_ROUNDS"  # fewer rounds than the full size's five (a loaded machine)
+MONTHS = "GPUSTEWARD_BENCH_DASHBOARD_MONTHS"  # which months, e.g. "demo" (default: both)
+FIRST_TRIES = 3  # the first open loads the read model: at load 20 it outlasted the browser's 30 s wait
 GOALS_S = {"demo": 2.0, "gpus1000": 5.0}
 BASELINE_APP = 'import streamlit as st\n\nst.title("Baseline")\n'
 BIG_GPUS = 1000
@@ -195,6 +198,21 @@ def _open(browser: Any, address: str, heading: str, server: int) -> tuple[float,
         context.close()
 
 
+def _first_open(browser: Any, address: str, heading: str, server: int) -> float:
+    """The first open's seconds, over as many tries as it took (each a new tab; the read model loads once)."""
+    from playwright.sync_api import Error as PlaywrightError
+
+    began = time.perf_counter()
+    for attempt in range(FIRST_TRIES):
+        try:
+            _open(browser, address, heading, server)
+            break
+        except (AssertionError, PlaywrightError):
+            if attempt == FIRST_TRIES - 1:
+                raise
+    return time.perf_counter() - began
+
+
 def _switches(browser: Any, url: str, visits: list[Any], headings: list[str]) -> list[float]:
     """Through the sidebar from each page to the next, starting on the last."""
     from tests.browser.browsing import drawn, nav_link, new_tab
@@ -216,6 +234,7 @@ def _switches(browser: Any, url: str, visits: list[Any], headings: list[str]) ->
 
 
 def _measure(browser: Any, published: Any, baseline: tuple[str, int], size: Size, goal_s: float) -> dict[str, Any]:
+    from dashboards.app import PAGES
     from dashboards.texts import Texts
     from tests.browser.figures import dashboard_pages, visits_for
     from tests.browser.fleet import serving_process
@@ -229,13 +248,13 @@ def _measure(browser: Any, published: Any, baseline: tuple[str, int], size: Size
         except (IndexError, ValueError, pl.exceptions.PolarsError) as exc:
             skipped[visit.name] = f"{type(exc).__name__}: {exc}"
     headings = [v.heading(tx, published.shown) for v in visits]
-    addresses = [f"{{url}}/{v.page}" + (f"?{urlencode(v.query(published.shown))}" if v.query else "")
-                 for v in visits]
+    addresses = [f"{{url}}/{v.page if v.page != PAGES[0] else ''}"  # the default page's address is the root
+                 + (f"?{urlencode(v.query(published.shown))}" if v.query else "") for v in visits]
     plain = [v for v in visits if v.query is None]  # the pages the sidebar leads to
     plain_headings = [h for v, h in zip(visits, headings, strict=True) if v.query is None]
     load = [round(x, 2) for x in os.getloadavg()]
     with serving_process(published) as (url, process):
-        first, _ = _open(browser, addresses[0].format(url=url), headings[0], process.pid)
+        first = _first_open(browser, addresses[0].format(url=url), headings[0], process.pid)
         opens: dict[str, list[float]] = {v.name: [] for v in visits}
         cpus: dict[str, list[float]] = {v.name: [] for v in visits}
         switches: dict[str, list[float]] = {v.name: [] for v in plain}
@@ -286,14 +305,17 @@ def run(quick: bool) -> dict[str, Any]:
         months: dict[str, Callable[[], Any]] = {"demo": lambda: _demo(scratch, size)}
         if size.big_month:
             months["gpus1000"] = lambda: _big(scratch)
+        wanted = [m for m in os.environ.get(MONTHS, "").split(",") if m]
+        months = {name: prepare for name, prepare in months.items() if not wanted or name in wanted}
         with chromium(scratch / "fonts") as browser, _baseline(scratch) as baseline:
             for name, prepare in months.items():
                 began = time.perf_counter()
                 published = prepare()
                 out[f"{name}_setup_s"] = round(time.perf_counter() - began, 1)
                 out[name] = _measure(browser, published, baseline, size, GOALS_S[name])
-    out["demo"]["month"] = f"{size.demo_days} days x {size.demo_nodes * 8} GPUs (simulated, seed 7)"
-    if size.big_month:
+    if "demo" in out:
+        out["demo"]["month"] = f"{size.demo_days} days x {size.demo_nodes * 8} GPUs (simulated, seed 7)"
+    if "gpus1000" in out:
         out["gpus1000"]["month"] = (f"{DAYS} days x {BIG_GPUS} GPUs (bench/_synthetic_month.py: GPU-minutes and the "
                                     f"{BIG_GPUS // 4} job records their labels name)")
     out["load_average_after"] = [round(x, 2) for x in os.getloadavg()]
