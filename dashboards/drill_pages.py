@@ -3,7 +3,9 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from datetime import date, timedelta
+from typing import Any
 
 import polars as pl
 import streamlit as st
@@ -154,30 +156,114 @@ def jobs(view: View) -> None:
                      query_params=target.query())
 
 
+def _pick_choice(key: str, options: list[Any], *, label: str, format_func: Callable[[Any], str],
+                 on_change: Callable[[], None]) -> Any:
+    if st.session_state.get(key) not in options:
+        st.session_state[key] = options[0]
+    return st.selectbox(label, options, key=key, format_func=format_func, on_change=on_change)
+
+
+def _refilter() -> None:
+    """A filter changed: the picker's first job is shown (`job`)."""
+    st.session_state[_REFILTER] = True
+
+
+def _typed() -> None:
+    """A job id was typed: `job` looks it up (its own widget's value, kept to show what was asked)."""
+    st.session_state[_TYPED] = st.session_state.get("job_find", "")
+
+
+_REFILTER, _TYPED = "_job_refilter", "_job_typed"
+
+
 def job(view: View) -> None:
+    """One job, picked from a bounded list (filters, then the first N by a sort) or by its id; a link from the
+    jobs page, the review or an alert opens it by the `job` parameter. Only the N listed jobs reach the browser."""
     tx = view.tx
     rows = df.month_jobs(view, _cached_jobs(view))
-    keys = [f"{c}/{j}" for c, j in zip(rows["cluster"].to_list(), rows["job_id"].to_list(), strict=True)]
     state = st.session_state
-    asked = urlstate.incoming(state, st.query_params, links.JOB_KEY)
-    if asked and asked[0] in keys:
-        state["job_pick"] = asked[0]
-    elif asked:
-        st.warning(tx("job.not_found", job=asked[0]))
-    if state.get("job_pick") not in keys and keys:
-        state["job_pick"] = keys[0]
     header(view, "job.title_month")
-    if not keys:
+    if rows.is_empty():
         st.info(tx("jobs.none"))
         return
-    labels = dict(zip(keys, rows["job"].to_list(), strict=True))
-    chosen = str(st.selectbox(tx("job.pick"), keys, key="job_pick",
+    st.caption(tx("job.find_help"))
+    top, matched, sort = _job_filters(view, rows)
+    listed = [job_frames.key_of(c, j) for c, j in zip(top["cluster"].to_list(), top["job_id"].to_list(), strict=True)]
+    labels = dict(zip(listed, top["job"].to_list(), strict=True))
+    st.text_input(tx("job.find"), key="job_find", placeholder=tx("job.find_placeholder"), on_change=_typed)
+    _go_to_asked(view, rows, listed)
+    current = state.get("job_pick")
+    options = listed
+    if isinstance(current, str) and current not in listed and job_frames.found(rows, current):
+        options = [current, *listed]  # the job shown stays first, whatever the filters list
+        labels |= _labels(rows, [current])
+    if not options:
+        st.info(tx("jobs.none"))
+        urlstate.write(state, st.query_params, {links.JOB_KEY: []})
+        return
+    if state.get("job_pick") not in options:
+        state["job_pick"] = options[0]
+    st.caption(tx("job.listed", shown=len(listed), total=matched, sort=tx(f"job_sort.{sort}")))
+    chosen = str(st.selectbox(tx("job.pick"), options, key="job_pick",
                               format_func=lambda k: f"{k.split('/')[0]}/{labels.get(k, k)}"))
     urlstate.write(state, st.query_params, {links.JOB_KEY: [chosen]})
     parsed = links.parse_job_key(chosen)
     if parsed is None:
         return
     _job_body(view, rows, *parsed)
+
+
+def _job_filters(view: View, rows: pl.DataFrame) -> tuple[pl.DataFrame, int, str]:
+    """The picker's filters (account, outcome), its sort and length: the jobs it lists, how many matched, the sort."""
+    tx = view.tx
+    accounts = [None, *sorted(rows["account"].drop_nulls().unique().to_list())]
+    states = [None, *sorted(rows["state"].drop_nulls().unique().to_list())]
+    columns = st.columns(4)
+    with columns[0]:
+        account = _pick_choice("job_account", accounts, label=tx("job.account"), on_change=_refilter,
+                               format_func=lambda a: tx("job.any_account") if a is None else str(a))
+    with columns[1]:
+        outcome = _pick_choice("job_state", states, label=tx("jobs.col.outcome"), on_change=_refilter,
+                               format_func=lambda s: tx("job.any_outcome") if s is None else df.state_text(tx, s))
+    with columns[2]:
+        sort = str(_pick_choice("job_sort", list(job_frames.PICK_SORTS), label=tx("jobs.sort"), on_change=_refilter,
+                                format_func=lambda o: tx(f"job_sort.{o}")))
+    with columns[3]:
+        limit = _pick_choice("job_top", list(job_frames.PICK_SIZES), label=tx("job.top"), on_change=_refilter,
+                             format_func=str)
+    top, matched = job_frames.picked(rows, account=account, state=outcome, sort=sort, limit=int(limit))
+    return top, matched, sort
+
+
+def _go_to_asked(view: View, rows: pl.DataFrame, listed: list[str]) -> None:
+    """Pick the job a link (the `job` parameter) or the id box asked for, warning when the view has none such;
+    after a filter changed, the first job listed."""
+    tx, state = view.tx, st.session_state
+    asked = urlstate.incoming(state, st.query_params, links.JOB_KEY)
+    typed = state.pop(_TYPED, None)
+    wanted = asked[0] if asked else str(typed).strip() if typed else None
+    refiltered = state.pop(_REFILTER, False)
+    if wanted:
+        exists = job_frames.found(rows, wanted)
+        if not exists:
+            st.warning(tx("job.not_found", job=wanted))
+            return
+        state["job_pick"] = exists[0]
+        if len(exists) > 1:  # clusters that number their jobs alike
+            st.caption(tx("job.found_many", jobs=", ".join(exists)))
+    elif refiltered and listed:
+        state["job_pick"] = listed[0]
+
+
+def _labels(rows: pl.DataFrame, keys: list[str]) -> dict[str, str]:
+    """The sacct label (123_4 for an array task) of each of `keys` in `rows`."""
+    out = {}
+    for key in keys:
+        parsed = links.parse_job_key(key)
+        if parsed is not None:
+            hit = rows.filter((pl.col("cluster") == parsed[0]) & (pl.col("job_id") == parsed[1]))
+            out[key] = str(hit["job"][0]) if hit.height else key.split("/", 1)[1]
+    return out
 
 
 def _timeline(view: View, records: pl.DataFrame, cluster: str, job_id: int) -> None:

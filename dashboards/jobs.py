@@ -29,6 +29,7 @@ JOB_ROWS = tables.schema({
     "job": pl.Utf8,  # as sacct names it: 123_4 for an array task
     "name": pl.Utf8,
     "user": pl.Utf8,
+    "account": pl.Utf8,
     "team": pl.Utf8,
     "scenario": pl.Utf8,
     "queue": pl.Utf8,
@@ -96,7 +97,8 @@ def job_rows(records: pl.DataFrame, idle: pl.DataFrame, ledger: pl.DataFrame, co
         .group_by("cluster", "job_id")
         .agg(
             pl.col("_label").last().alias("job"),
-            pl.col("name").last(), pl.col("user").last(), pl.col("team").last(), pl.col("scenario").last(),
+            pl.col("name").last(), pl.col("user").last(), pl.col("account").last(), pl.col("team").last(),
+            pl.col("scenario").last(),
             pl.col("queue").last(), pl.len().cast(pl.Int64).alias("records"),
             pl.col("gpus_allocated").max().alias("gpus"),
             pl.col("start_time").min().alias("first_start"), pl.col("end_time").max().alias("last_end"),
@@ -173,3 +175,45 @@ def team_rows(rows: pl.DataFrame) -> pl.DataFrame:
         )
         .sort(["gpu_hours", "team"], descending=[True, False])
     )
+
+
+PICK_SORTS = ("gpu_hours", "idle_share", "wait")
+"""What the job page's picker lists first: the most GPU-hours, the largest idle share, the longest wait."""
+PICK_SIZES = (25, 50, 100, 200)
+"""How many jobs the picker lists at most: a month holds thousands (6,368 on the demo month, 135,000 at 1,000
+GPUs), and a picker of every one sends them all to the browser on every run."""
+_PICK_COLUMN = {"gpu_hours": "gpu_hours", "idle_share": "idle_share", "wait": "wait_s"}
+
+
+def picked(rows: pl.DataFrame, *, account: str | None, state: str | None, sort: str,
+           limit: int) -> tuple[pl.DataFrame, int]:
+    """The first `limit` of `rows` (JOB_ROWS) of `account` and `state` (None: any), largest first by `sort`
+    (PICK_SORTS; jobs without the figure last), and how many matched the filters."""
+    if account is not None:
+        rows = rows.filter(pl.col("account") == account)
+    if state is not None:
+        rows = rows.filter(pl.col("state") == state)
+    column = _PICK_COLUMN.get(sort, "gpu_hours")
+    top = rows.sort([column, "cluster", "job_id"], descending=[True, False, False], nulls_last=True).head(limit)
+    return top, rows.height
+
+
+def key_of(cluster: object, job_id: object) -> str:
+    """A job's `<cluster>/<job id>`, as the `job` query parameter names it (gpusteward/links.py)."""
+    return f"{cluster}/{job_id}"
+
+
+def found(rows: pl.DataFrame, text: str) -> list[str]:
+    """Keys of the jobs in `rows` that `text` names: `<cluster>/<id>`, the job id as the scheduler numbers it
+    (JobIDRaw), or an array task as sacct writes it (123_4); several when clusters reuse an id."""
+    wanted = text.strip()
+    cluster, _, ident = wanted.rpartition("/")
+    if not ident:
+        return []
+    match = pl.col("job") == ident
+    if ident.isdigit() and len(ident) <= 18:  # an Int64
+        match = match | (pl.col("job_id") == int(ident))
+    if cluster:
+        match = match & (pl.col("cluster") == cluster)
+    hits = rows.filter(match).sort("cluster", "job_id")
+    return [key_of(c, j) for c, j in zip(hits["cluster"].to_list(), hits["job_id"].to_list(), strict=True)]

@@ -30,7 +30,9 @@ READY = ('[data-testid="stApp"][data-test-script-state="notRunning"]'
          '[data-test-connection-state="CONNECTED"]')
 ERRORS = '[data-testid="stException"], [data-testid="stAlertContentError"]'
 SKELETONS = '[data-testid="stSkeleton"], [data-testid="stAppSkeleton"]'
-TIMEOUT_MS = 30_000
+TIMEOUT_MS = int(os.environ.get("GPUSTEWARD_BROWSER_WAIT_S", "30")) * 1000
+"""How long a page may take to draw; $GPUSTEWARD_BROWSER_WAIT_S raises it on a machine other work loads (a first
+page open took over 30 s at load average 26)."""
 WIDTH = 1400
 HEIGHT = 1000
 FONT_DIRS = {

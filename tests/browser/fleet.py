@@ -107,10 +107,17 @@ def reopened(root: Path, at: datetime) -> Published:
 @contextmanager
 def serving(published: Published, *app_args: str) -> Iterator[str]:
     """The dashboard over `published`'s read model, its clock at `published.now`; its URL without the slash."""
+    with serving_process(published, *app_args) as (url, _process):
+        yield url
+
+
+@contextmanager
+def serving_process(published: Published, *app_args: str) -> Iterator[tuple[str, subprocess.Popen[bytes]]]:
+    """`serving`, with the Streamlit server's process (bench/dashboard.py reads its CPU time)."""
     process, url = start_dashboard(None, str(published.config_path), read_model=str(published.read_model),
                                    app_args=["--now", published.now.isoformat(), *app_args])
     try:
-        yield url.rstrip("/")
+        yield url.rstrip("/"), process
     finally:
         stop_dashboard(process)
 

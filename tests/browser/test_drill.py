@@ -167,6 +167,40 @@ def test_a_jobs_page_shows_the_warehouses_figures(browser: Any, dashboard: Dashb
         context.close()
 
 
+def _listed(wh: Warehouse, month_start: datetime, month_end: datetime) -> int:
+    """Jobs of the month as the job page counts them: every (cluster, job id) with a record overlapping it."""
+    return int(wh.query(
+        "SELECT count(DISTINCT (cluster, job_id)) AS n FROM jobs WHERE submit_time < ?"
+        " AND (end_time IS NULL OR end_time >= ?)", [month_end, month_start])["n"][0])
+
+
+@pytest.mark.parametrize("lang", ["en", "zh"])
+def test_the_job_picker_lists_a_few_jobs_and_the_id_box_opens_one(browser: Any, dashboard: Dashboard,
+                                                                  lang: Lang) -> None:
+    """Opened without a job, the page lists the first 25 of the month's jobs (never the whole month); the job id
+    typed in the box opens that job, whose figures equal the warehouse's, and goes into the address."""
+    with _warehouse(dashboard) as wh:
+        job = _a_job(wh)
+        total = _listed(wh, datetime(2026, 9, 30, 16), datetime(2026, 10, 31, 16))
+    context, page = _open(browser, dashboard, f"/job?month={MONTH}", lang, "col.gpu_hours")
+    try:
+        tx = Texts(lang, "Asia/Shanghai")
+        listed = tx("job.listed", shown=min(25, total), total=total, sort=tx("job_sort.gpu_hours"))
+        page.get_by_text(listed).first.wait_for(state="visible", timeout=TIMEOUT_MS)
+        box = page.get_by_role("textbox", name=tx("job.find"))
+        box.fill(str(job["job_id"]))
+        box.press("Enter")
+        key = f"{job['cluster']}/{job['job_id']}"
+        page.wait_for_function("key => new URLSearchParams(location.search).get('job') === key", arg=key,
+                               timeout=TIMEOUT_MS)
+        _rendered(page)
+        shown = _metrics(page)
+        assert shown[tx("col.gpu_hours")] == tx.fmt.quantity(Quantity(job["hours"], "gpu_hours"))
+        assert shown[tx("jobs.col.wait")] == tx.fmt.quantity(Quantity(job["wait"], "duration"))
+    finally:
+        context.close()
+
+
 @pytest.mark.parametrize("lang", ["en", "zh"])
 def test_the_review_link_to_a_teams_idle_jobs(browser: Any, dashboard: Dashboard, lang: Lang) -> None:
     """The link the review writes after "team X left N GPU-hours idle" opens X's jobs, most idle first, with the

@@ -55,6 +55,33 @@ def test_a_requeued_jobs_wait_and_outcome() -> None:
     assert job_frames.ordered(rows, "wait")["wait_s"].to_list()[0] == 2 * 3600 + 50 * 60
 
 
+def _rows() -> pl.DataFrame:
+    return job_frames.job_rows(RECORDS, pl.DataFrame(schema=IDLE_BY_JOB), pl.DataFrame(schema=LEDGER), drill_config(),
+                               job_frames.window(MONTH, STATUS))
+
+
+def test_the_job_picker_lists_the_first_few_of_the_filtered_jobs() -> None:
+    rows = _rows()
+    top, matched = job_frames.picked(rows, account="research", state=None, sort="gpu_hours", limit=2)
+    assert (top["job_id"].to_list(), matched) == ([31001, 31002], 3)  # 4 x 40 h, 4 x 30 h; 31003: 1 x 50 h
+    top, matched = job_frames.picked(rows, account=None, state="FAILED", sort="gpu_hours", limit=25)
+    assert (top["job_id"].to_list(), matched) == ([20011], 1)
+    top, _ = job_frames.picked(rows, account=None, state=None, sort="wait", limit=25)
+    assert top["job_id"].to_list()[0] == 20011  # its two waits: 50 min and 2 h
+    assert top["wait_s"].is_null().to_list() == sorted(top["wait_s"].is_null().to_list())  # no wait: last
+
+
+def test_a_job_found_by_its_id() -> None:
+    rows = _rows()
+    assert job_frames.found(rows, " 20011 ") == ["east/20011"]
+    assert job_frames.found(rows, "east/20011") == ["east/20011"]
+    assert job_frames.found(rows, "west/20011") == []
+    assert job_frames.found(rows, "12345678901234567890") == []  # past an Int64: no job, no error
+    assert job_frames.found(rows, "") == []
+    twice = pl.concat([rows, rows.filter(pl.col("job_id") == 20011).with_columns(pl.lit("west").alias("cluster"))])
+    assert job_frames.found(twice, "20011") == ["east/20011", "west/20011"]
+
+
 def test_the_timeline_breaks_where_telemetry_stops() -> None:
     buckets = _buckets().filter(pl.col("gpu") == 1)
     later = buckets.with_columns(pl.col("bucket") + timedelta(hours=2))  # 12:00-13:00 again: 11:00-12:00 silent

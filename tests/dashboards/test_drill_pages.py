@@ -86,6 +86,37 @@ def test_a_team_scoped_viewer_cannot_open_another_teams_job() -> None:
     assert at.selectbox(key="job_pick").value == "east/20011"  # vision's only job
 
 
+def test_the_job_picker_filters_and_lists_a_few_jobs() -> None:
+    at = _open("job", month="2026-11")
+    tx = Texts("en")
+    assert at.selectbox(key="job_pick").options == ["west/20010", "west/31001", "west/31002", "east/31003",
+                                                    "east/20011"]  # by GPU-hours
+    at.selectbox(key="job_account").set_value("research").run()
+    assert at.selectbox(key="job_pick").options == ["west/31001", "west/31002", "east/31003"]
+    assert at.selectbox(key="job_pick").value == "west/31001"  # a filter changed: its first job
+    assert at.query_params["job"] == "west/31001"
+    assert any(tx("job.listed", shown=3, total=3, sort=tx("job_sort.gpu_hours")) in str(c.value) for c in at.caption)
+    at.selectbox(key="job_account").set_value(None).run()
+    at.selectbox(key="job_state").set_value("FAILED").run()
+    assert at.selectbox(key="job_pick").options == ["east/20011"]
+    assert _metrics(at)[tx("jobs.col.exit")] == tx("job.exit_signal", signal=9)
+
+
+@pytest.mark.parametrize("lang", ["en", "zh"])
+def test_a_job_id_typed_opens_that_job(lang: str) -> None:
+    at = _open("job", lang, month="2026-11")
+    tx = Texts("zh" if lang == "zh" else "en")
+    at.selectbox(key="job_state").set_value("COMPLETED").run()
+    at.text_input(key="job_find").input("20011").run()
+    assert at.selectbox(key="job_pick").value == "east/20011"  # listed first, though the filter leaves it out
+    assert at.selectbox(key="job_pick").options[0] == "east/20011"
+    assert at.query_params["job"] == "east/20011"
+    assert _metrics(at)[tx("jobs.col.outcome")] == tx("job.state.FAILED")
+    at.text_input(key="job_find").input("4242").run()
+    assert any(tx("job.not_found", job="4242") in str(w.body) for w in at.warning)
+    assert at.selectbox(key="job_pick").value == "east/20011"  # the job shown stays
+
+
 @pytest.mark.parametrize("lang", ["en", "zh"])
 def test_the_heatmap_of_a_cluster_and_day(lang: str) -> None:
     at = _open("heatmap", lang, month="2026-11", cluster="east", day="2026-11-10")
