@@ -16,7 +16,7 @@ from hypothesis import strategies as st
 from gpusteward.config.schema import IdleConfig
 from gpusteward.domain import Month
 from gpusteward.tables import GPU_MINUTES
-from sla.common import Window
+from sla.common import Window, window_of
 from sla.idle import idle_by_job
 from sla.minute_digest import digest_minutes
 from tests.sla.builders import config, frame, inputs, job
@@ -154,6 +154,12 @@ def _fleet(wh: Warehouse) -> None:
             .then(pl.lit(1.0)).otherwise(pl.col("gpu_util")).alias("gpu_util"),
         )
         wh.ingest(host, {"gpu_minutes": rows})
+    # a MIG host: instances 1 and 2 of device 0 (1g.10gb, 3g.40gb), counted by their share of the card
+    mig = gpu_minutes("m", 1, range(40)).with_columns(pl.lit("42").alias("job_id"))
+    instances = [mig.with_columns(pl.lit(1000 + i, pl.Int16).alias("gpu"), pl.lit(profile).alias("mig_profile"),
+                                  pl.lit("NVIDIA H100 80GB HBM3").alias("model_name"), pl.lit(f"MIG-{i}").alias("uuid"))
+                 for i, profile in ((1, "1g.10gb"), (2, "3g.40gb"))]
+    wh.ingest("m", {"gpu_minutes": pl.concat(instances)})
 
 
 @pytest.mark.parametrize("chunk_rows", [40, 10**9])
@@ -169,6 +175,10 @@ def test_the_warehouse_digest_in_sql_is_the_python_one(wh: Warehouse, chunk_rows
     assert sql.idle_runs.height > 0
     assert sql.gaps.height > 0
     assert_same_digest(sql, python)
+    shares = set(sql.job_days["gpu_minutes"].to_list())
+    assert any(m != int(m) for m in shares)  # the MIG host's minutes count by their share
+    whole = wh.evaluation_inputs(month)  # the month's rows read at once, digested in Python
+    assert_same_digest(sql, digest_minutes(whole.gpu_minutes, window_of(whole), idle))
     with pytest.raises(ValueError, match="unknown digest engine"):
         wh.evaluation_inputs(month, idle=idle, engine="spark")  # type: ignore[arg-type]
 
