@@ -73,7 +73,7 @@ def team_table(rows: pl.DataFrame, view: View) -> pl.DataFrame | None:
     return pl.DataFrame({
         tx("col.team"): [view.team_name(t) for t in g["team"].to_list()],
         tx("jobs.col.jobs"): g["jobs"],
-        tx("col.gpu_hours"): g["gpu_hours"].round(1),
+        tx("jobs.col.gpu_hours"): g["gpu_hours"].round(1),
         tx("col.idle"): g["idle_hours"].round(1),
         tx("jobs.col.idle_share"): [_percent(tx, v) for v in g["idle_share"].to_list()],
         tx("jobs.col.longest_wait"): [_duration(tx, v) for v in g["wait_max_s"].to_list()],
@@ -95,8 +95,8 @@ def job_table(rows: pl.DataFrame, view: View) -> pl.DataFrame | None:
         tx("jobs.col.user"): top["user"].fill_null("—"),
         tx("col.team"): [view.team_name(t) for t in top["team"].to_list()],
         tx("col.scenario"): [tx.fmt.term("scenario", s) for s in top["scenario"].to_list()],
-        tx("jobs.col.gpus"): top["gpus"],
-        tx("col.gpu_hours"): top["gpu_hours"].round(2),
+        tx("jobs.col.gpu_equivalents"): top["gpus"].round(2),
+        tx("jobs.col.gpu_hours"): top["gpu_hours"].round(2),
         tx("col.idle"): top["idle_hours"].round(2),
         tx("jobs.col.idle_share"): [_percent(tx, v) for v in top["idle_share"].to_list()],
         tx("jobs.col.wait"): [_duration(tx, v) for v in top["wait_s"].to_list()],
@@ -104,7 +104,7 @@ def job_table(rows: pl.DataFrame, view: View) -> pl.DataFrame | None:
         tx("jobs.col.exit"): [exit_text(tx, c, s) for c, s in zip(top["exit_code"].to_list(),
                                                                      top["exit_signal"].to_list(), strict=True)],
         tx("jobs.col.preemptions"): top["preemptions"],
-    }, schema_overrides={tx("jobs.col.gpus"): pl.Int32})
+    })
 
 
 def records_table(records: pl.DataFrame, view: View) -> pl.DataFrame:

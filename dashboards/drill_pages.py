@@ -69,11 +69,12 @@ def heatmap(view: View) -> None:
         day = str(st.selectbox(tx("heatmap.day"), days, key="hm_day"))
     urlstate.write(st.session_state, st.query_params, {links.DAY: [day]})
     frame = _cached_cells(view.model.version, view.model.published_at.isoformat(), cluster, day, tx.zone, view)
-    mean, measured, missing = hm.summary(frame)
+    mean, gpus, measured, missing = hm.summary(frame)
     a, b, c = st.columns(3)
-    a.metric(tx("heatmap.gpus"), frame["row"].n_unique())
+    a.metric(tx("heatmap.gpus"), hm.amount(tx, gpus, 2))
     b.metric(tx("heatmap.mean"), tx.fmt.quantity(Quantity(mean, "percent")))
-    c.metric(tx("heatmap.cells_no_data"), tx("heatmap.cells_value", missing=missing, total=measured + missing))
+    c.metric(tx("heatmap.cells_no_data"), tx("heatmap.cells_value", missing=hm.amount(tx, missing, 1),
+                                               total=hm.amount(tx, measured + missing, 1)))
     blocks = hm.blocks(frame)
     if len(blocks) > 1:  # the cards above count the whole cluster; the chart draws a block of its GPUs
         total = blocks[-1][1]
@@ -291,7 +292,7 @@ def _job_body(view: View, rows: pl.DataFrame, cluster: str, job_id: int) -> None
     st.caption(tx("job.who", user=row["user"] or "—", team=view.team_name(row["team"]),
                   scenario=tx.fmt.term("scenario", row["scenario"]), queue=row["queue"]))
     cols = [*st.columns(3), *st.columns(3)]  # two rows: six cards in one would cut their values
-    cols[0].metric(tx("col.gpu_hours"), tx.fmt.quantity(Quantity(row["gpu_hours"], "gpu_hours")))
+    cols[0].metric(tx("jobs.col.gpu_hours"), tx.fmt.quantity(Quantity(row["gpu_hours"], "gpu_hours")))
     cols[1].metric(tx("jobs.col.wait"), tx.fmt.quantity(Quantity(row["wait_s"], "duration")))
     cols[2].metric(tx("jobs.col.outcome"), df.state_text(tx, row["state"]))
     cols[3].metric(tx("jobs.col.exit"), df.exit_text(tx, row["exit_code"], row["exit_signal"]))

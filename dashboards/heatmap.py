@@ -47,7 +47,8 @@ def local_days(utc_days: list[date], tz: str) -> list[date]:
 
 
 def cells(inventory: pl.DataFrame, buckets: pl.DataFrame, cluster: str, day: date, tz: str) -> pl.DataFrame:
-    """One row per GPU of `cluster` seen around `day` and hour of the day: `engine` (0..1, null: no data),
+    """One row per GPU (or MIG instance, with its whole-GPU `share`) of `cluster` seen around `day` and hour of
+    the day: `engine` (0..1, null: no data),
     `minutes` with engine activity (0..60), memory and power means. GPUs come from the inventory (a GPU
     silent all day is a row of no data) and from the buckets."""
     lo, hi = day_bounds(day, tz)
@@ -61,13 +62,19 @@ def cells(inventory: pl.DataFrame, buckets: pl.DataFrame, cluster: str, day: dat
     for h in hours:
         text = h.replace(tzinfo=UTC).astimezone(zone).strftime("%H:%M")
         labels.append(text if text not in labels else text + "′")  # the repeated hour when clocks go back
-    known = inventory.filter(
-        (pl.col("cluster") == cluster)
-        & (pl.col("first_seen").fill_null(lo) < hi)
-        & (pl.col("last_seen").fill_null(hi) >= lo)
+    share = pl.col("share").cast(pl.Float64) if "share" in inventory.columns else pl.lit(1.0)
+    mine = inventory.filter(pl.col("cluster") == cluster)
+    known = mine.filter(
+        (pl.col("first_seen").fill_null(lo) < hi) & (pl.col("last_seen").fill_null(hi) >= lo)
     ).select("host", "gpu")
     seen = buckets.filter(pl.col("cluster") == cluster).select("host", "gpu")
-    gpus = pl.concat([known, seen.cast(known.schema)]).unique().sort("host", "gpu")
+    shares = mine.select("host", "gpu", share.alias("share")).unique(["host", "gpu"])
+    gpus = (
+        pl.concat([known, seen.cast(known.schema)]).unique()
+        .join(shares.cast({"gpu": known.schema["gpu"]}), on=["host", "gpu"], how="left")
+        .with_columns(pl.col("share").fill_null(1.0))
+        .sort("host", "gpu")
+    )
     grid = gpus.join(pl.DataFrame({"bucket": hours, "hour": labels, "order": list(range(len(hours)))},
                                   schema={"bucket": pl.Datetime("us"), "hour": pl.Utf8, "order": pl.Int64}),
                      how="cross")
@@ -80,7 +87,8 @@ def cells(inventory: pl.DataFrame, buckets: pl.DataFrame, cluster: str, day: dat
         pl.col("power_mean_w").alias("power_w"),
         pl.format("{} · {}", "host", "gpu").alias("row"),
     )
-    return out.select("row", "host", "gpu", "hour", "order", "bucket", "engine", "minutes", "memory_gib", "power_w")
+    return out.select("row", "host", "gpu", "share", "hour", "order", "bucket", "engine", "minutes", "memory_gib",
+                      "power_w")
 
 
 def chart(frame: pl.DataFrame, tx: Texts) -> alt.LayerChart:
@@ -141,9 +149,21 @@ def block_of(frame: pl.DataFrame, block: int) -> pl.DataFrame:
     return frame.filter(_block() == block)
 
 
-def summary(frame: pl.DataFrame) -> tuple[float | None, int, int]:
-    """(engine activity over the cells with data, weighted by minutes; cells with data; cells without)."""
+def amount(tx: Texts, value: float, decimals: int) -> str:
+    """A count of GPUs or GPU-hours in whole-GPU equivalents: whole when it is (a fleet of whole GPUs reads
+    `48`), else with `decimals` (MIG instances: `45.4`)."""
+    whole = round(value)
+    return tx.fmt.number(whole) if abs(value - whole) < 1e-6 else tx.fmt.number(value, decimals)
+
+
+def summary(frame: pl.DataFrame) -> tuple[float | None, float, float, float]:
+    """(engine activity over the cells with data, weighted by minutes; GPUs; GPU-hours with data; GPU-hours
+    without), GPUs and GPU-hours in whole-GPU equivalents: a row (a cell) counts its GPU's share, so a MIG
+    instance's hour is its slices of the card's."""
     measured = frame.filter(pl.col("engine").is_not_null())
     minutes = float(measured["minutes"].sum()) if measured.height else 0.0
     mean = float((measured["engine"] * measured["minutes"]).sum()) / minutes if minutes else None
-    return mean, measured.height, frame.height - measured.height
+    gpus = float(frame.unique(["host", "gpu"])["share"].sum()) if frame.height else 0.0
+    with_data = float(measured["share"].sum()) if measured.height else 0.0
+    total = float(frame["share"].sum()) if frame.height else 0.0
+    return mean, gpus, with_data, total - with_data

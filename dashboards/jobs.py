@@ -1,9 +1,11 @@
 """A month's jobs, one row per job, for the drill-down from a team to its jobs (pure: frames in, frames out).
 
 Figures follow the evaluation's definitions, so a team's jobs add up to what the review says of it:
-GPU-hours are gpus_allocated x the part of each record's [start, end) inside the month's window
-(sla/usage.py; a running job holds its GPUs up to the end of the telemetry); idle GPU-hours are the
-evaluation's IDLE_BY_JOB idle and idle-held minutes; the queue wait is start - eligible of each
+GPU-hours are whole-GPU equivalents (gpusteward.capacity.held_gpus: a 1g.10gb MIG slice is 1/7 of a
+GPU, a GPU on a `[[capacity.shared]]` node 1/replicas) x the part of each record's [start, end)
+inside the month's window (sla/usage.py; a running job holds its GPUs up to the end of the
+telemetry); idle GPU-hours are the evaluation's IDLE_BY_JOB idle and idle-held minutes, whole-GPU
+equivalents as well; the queue wait is start - eligible of each
 record that started in the window, clipped at 0, summed over a requeued job's records; preemptions
 are the ledger's preemption lines of the job. Teams and scenarios come from the configured rules.
 """
@@ -18,6 +20,7 @@ import polars as pl
 
 from gpusteward import tables
 from gpusteward.attribution import classify_jobs
+from gpusteward.capacity import held_gpus, with_shared_gpus
 from gpusteward.config.schema import Config
 from gpusteward.domain import FAILURE_STATES, Month
 from sla.common import Window, base_state, job_label, naive_utc, started_in, with_overlap
@@ -34,12 +37,12 @@ JOB_ROWS = tables.schema({
     "scenario": pl.Utf8,
     "queue": pl.Utf8,
     "records": pl.Int64,
-    "gpus": pl.Int32,
+    "gpus": pl.Float64,  # whole-GPU equivalents held (the most of any record)
     "first_start": tables.TS,
     "last_end": tables.TS,
     "gpu_hours": pl.Float64,
     "wait_s": pl.Float64,  # null: no record started in the window
-    "gpu_minutes": pl.Int64,  # GPU-minutes with telemetry (IDLE_BY_JOB)
+    "gpu_minutes": pl.Int64,  # GPU-minutes with telemetry, whole-GPU equivalents (IDLE_BY_JOB)
     "idle_hours": pl.Float64,  # idle + idle-held GPU-hours
     "idle_held_hours": pl.Float64,
     "no_data_hours": pl.Float64,
@@ -85,9 +88,11 @@ def job_rows(records: pl.DataFrame, idle: pl.DataFrame, ledger: pl.DataFrame, co
     """JOB_ROWS: one row per (cluster, job id) of `records` (JOBS), busiest first."""
     if records.is_empty():
         return tables.empty(JOB_ROWS)
-    jobs = with_overlap(classify_jobs(config, tables.conform(records, tables.JOBS)), span).with_columns(
+    classified = classify_jobs(config, tables.conform(records, tables.JOBS))
+    jobs = with_overlap(with_shared_gpus(classified, config.capacity.shared), span).with_columns(
         queue_name(),
-        (pl.col("gpus_allocated").fill_null(0).cast(pl.Float64) * pl.col("held_s") / 3600.0).alias("_gpu_hours"),
+        (held_gpus() * pl.col("held_s") / 3600.0).alias("_gpu_hours"),
+        held_gpus().alias("_gpus"),
         pl.when(started_in(span)).then(wait_seconds()).alias("_wait"),
         outcome().alias("_state"),
         job_label().alias("_label"),
@@ -100,7 +105,7 @@ def job_rows(records: pl.DataFrame, idle: pl.DataFrame, ledger: pl.DataFrame, co
             pl.col("name").last(), pl.col("user").last(), pl.col("account").last(), pl.col("team").last(),
             pl.col("scenario").last(),
             pl.col("queue").last(), pl.len().cast(pl.Int64).alias("records"),
-            pl.col("gpus_allocated").max().alias("gpus"),
+            pl.col("_gpus").max().alias("gpus"),
             pl.col("start_time").min().alias("first_start"), pl.col("end_time").max().alias("last_end"),
             pl.col("_gpu_hours").sum().alias("gpu_hours"),
             pl.when(pl.col("_wait").is_not_null().any()).then(pl.col("_wait").sum()).alias("wait_s"),

@@ -8,8 +8,9 @@ evaluation window (a running job holds its GPUs up to the end of the data), so a
 what sla.usage counts for the month. The utilisation is that of the allocated GPU-minutes with
 data (GR_ENGINE_ACTIVE when present, else GPU_UTIL / 100), attributed through the job id to the
 team and scenario of the job's latest record; minutes without telemetry are left out, never 0.
-The day's idle and idle-held GPU-minutes (sla.idle_states, counted in the same digest) are attributed
-the same way, so a team's days sum to its idle_by_job minutes.
+The day's idle and idle-held GPU-minutes (sla.idle_states, counted in the same digest, in whole-GPU
+equivalents) are attributed the same way, so a team's days sum to its idle_by_job minutes (exactly
+for whole GPUs; MIG minutes are rounded per day here and per job there).
 """
 
 from __future__ import annotations
@@ -23,7 +24,7 @@ from gpusteward.config.schema import Config, IdleConfig
 from gpusteward.domain import UNATTRIBUTED
 from sla.common import Window, classified_jobs, local_date, local_midnight, window_of, with_overlap
 from sla.inputs import EvaluationInputs
-from sla.minute_digest import minute_digest
+from sla.minute_digest import minute_digest, whole_minutes
 from sla.results import DAILY_USAGE
 
 _KEY = ("day", "scenario", "team")
@@ -66,6 +67,7 @@ def _daily_util(inputs: EvaluationInputs, jobs: pl.DataFrame, idle: IdleConfig) 
         .with_columns(pl.col("team").fill_null(UNATTRIBUTED), pl.col("scenario").fill_null(UNATTRIBUTED))
         .group_by(*_KEY)
         .agg(pl.col("util_minutes").sum(), pl.col("_util_sum").sum(), *[pl.col(c).sum() for c in _IDLE])
+        .pipe(whole_minutes)
     )
 
 

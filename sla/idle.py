@@ -1,5 +1,9 @@
 """Idle GPU-minutes per job and per GPU: busy, idle, idle while holding memory, or unknown.
 
+A job's minutes are whole-GPU equivalents (sla.minute_digest): an hour idle on a 1g.10gb MIG
+instance of an H100 is 60/7 idle GPU-minutes, rounded to the minute per job. A GPU's own minutes
+(idle_by_gpu) are that row's, one GPU or one instance, unweighted.
+
 The states of single minutes are sla.idle_states'; this module counts them from the month's
 minute digest (sla.minute_digest). Minutes a job held GPUs but no telemetry row (or no
 utilisation) exists are "no data": they are counted against the job (gpus_allocated x time held,
@@ -12,23 +16,25 @@ from collections.abc import Collection
 
 import polars as pl
 
+from gpusteward.capacity import held_gpus
 from gpusteward.config.schema import Config
 from gpusteward.domain import UNATTRIBUTED
 from gpusteward.tables import conform
 from sla.common import MINUTE, Window, classified_jobs, window_of, with_overlap
 from sla.inputs import GPU_INVENTORY, EvaluationInputs
-from sla.minute_digest import minute_digest
+from sla.minute_digest import minute_digest, whole_minutes
 from sla.results import IDLE_BY_GPU, IDLE_BY_JOB
 
 _GPU = ("cluster", "host", "gpu")
 
 
 def _expected_minutes(inputs: EvaluationInputs, config: Config, window: Window) -> pl.DataFrame:
-    """Allocated GPU-minutes per (cluster, job id) from the job records: gpus_allocated x time held."""
+    """Allocated GPU-minutes per (cluster, job id) from the job records: whole-GPU equivalents held x time
+    held (a 1g.10gb MIG slice 1/7 of a GPU, a time-sliced GPU 1/replicas)."""
     jobs = with_overlap(classified_jobs(inputs, config), window)
     jobs = jobs.filter(pl.col("gpus_allocated").fill_null(0) > 0).with_columns(
         pl.col("job_id").cast(pl.Utf8),
-        (pl.col("gpus_allocated").cast(pl.Float64) * pl.col("held_s") / 60.0)
+        (held_gpus() * pl.col("held_s") / 60.0)
         .round(0)
         .cast(pl.Int64)
         .alias("_expected"),
@@ -48,7 +54,7 @@ def idle_by_job(
     """IDLE_BY_JOB: one row per (cluster, job) that held GPUs in the window, optionally only `scenarios`."""
     window = window_of(inputs)
     expected = _expected_minutes(inputs, config, window)
-    counted = minute_digest(inputs, config.idle).per_job()
+    counted = whole_minutes(minute_digest(inputs, config.idle).per_job())
     if scenarios is not None:
         expected = expected.filter(pl.col("scenario").is_in(list(scenarios)))
         counted = counted.join(expected.select("cluster", "job_id"), on=["cluster", "job_id"], how="semi")

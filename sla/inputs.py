@@ -37,8 +37,9 @@ class EvaluationInputs:
 
     - jobs: JOBS records whose [start or submit, end) overlaps the month (running jobs have a null end)
     - job_events: JOB_EVENTS of those jobs
-    - gpu_minutes: GPU_MINUTES rows with ts in [month.start, month.end); uuid and model_name are null
-      (they are per GPU: see `gpus`). Empty when `minute_digest` is given.
+    - gpu_minutes: GPU_MINUTES rows with ts in [month.start, month.end); uuid is null and model_name
+      is null but on MIG instances' rows, which carry it with their mig_profile (the digest's share;
+      they are per GPU: see `gpus`). Empty when `minute_digest` is given.
     - minute_digest: what the evaluators need from those minutes (sla.minute_digest), when the caller
       reduced them already (the warehouse does, a few hosts at a time, so a month of a large fleet
       never sits in memory); else evaluators digest `gpu_minutes` on first use

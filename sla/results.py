@@ -44,6 +44,7 @@ IDLE_BY_JOB = schema(
         "job_id": pl.Utf8,
         "team": pl.Utf8,
         "scenario": pl.Utf8,
+        # GPU-minutes in whole-GPU equivalents (a 1g.10gb MIG instance's minute is 1/7), rounded per job
         "gpu_minutes": pl.Int64,  # GPU-minutes with data while the job held GPUs
         "busy_minutes": pl.Int64,
         "idle_minutes": pl.Int64,  # idle, memory released

@@ -4,7 +4,7 @@ to compute the minute digest where the data lives (docs/scale.md).
 Layout under the destination (month in the pool's time zone, as `YYYY-MM`):
 
     gpu_minutes/month=2026-10/cluster=east/host_bucket=0/data_0.parquet
-    gpus/month=2026-10/data_0.parquet          gpu_key -> cluster, host, gpu, uuid, model_name, and the
+    gpus/month=2026-10/data_0.parquet          gpu_key -> cluster, host, gpu, uuid, model_name, share, and the
                                                minutes the export covers [export_from_minute, export_to_minute)
     job_labels/month=2026-10/data_0.parquet    job_key -> job_id
 
@@ -37,7 +37,7 @@ HOSTS_PER_BUCKET = 32
 
 _IN_MONTH = "minute >= epoch_us($lo::TIMESTAMP) // 60000000 AND minute < epoch_us($hi::TIMESTAMP) // 60000000"
 _BUCKETS = f"""
-    SELECT gpu_key, cluster, host, gpu, uuid, model_name,
+    SELECT gpu_key, cluster, host, gpu, uuid, model_name, share,
            (dense_rank() OVER (PARTITION BY cluster ORDER BY host) - 1) // {HOSTS_PER_BUCKET} AS host_bucket
     FROM gpus
 """  # noqa: S608 - fixed SQL
@@ -50,7 +50,7 @@ _MINUTES = f"""
     ORDER BY b.cluster, b.host, b.gpu, m.ts
 """  # noqa: S608 - fixed SQL; the bounds are parameters
 _GPUS = f"""
-    SELECT gpu_key, cluster, host, gpu, uuid, model_name, host_bucket,
+    SELECT gpu_key, cluster, host, gpu, uuid, model_name, share, host_bucket,
            epoch_us($lo::TIMESTAMP) // 60000000 AS export_from_minute,
            epoch_us($hi::TIMESTAMP) // 60000000 AS export_to_minute
     FROM ({_BUCKETS}) b

@@ -49,6 +49,9 @@ GPU_INVENTORY = tables.schema({
     "model_name": pl.Utf8,
     "first_seen": tables.TS,
     "last_seen": tables.TS,
+    # whole-GPU equivalents of the row: 1, or a MIG instance's slices of its card (1/7 ...); null in a read
+    # model published before it was kept: count 1
+    "share": pl.Float64,
 })
 
 
@@ -86,9 +89,10 @@ def gpu_buckets(wh: Warehouse, lo: datetime, hi: datetime) -> pl.DataFrame:
 
 
 def gpu_inventory(wh: Warehouse) -> pl.DataFrame:
-    """Every GPU the warehouse knows, with when it was first and last seen: the heatmap's rows."""
+    """Every GPU (or MIG instance) the warehouse knows, with when it was first and last seen and its whole-GPU
+    share: the heatmap's rows."""
     frame = wh.query(
-        "SELECT cluster, host, gpu, model_name, first_seen, last_seen FROM gpus ORDER BY cluster, host, gpu"
+        "SELECT cluster, host, gpu, model_name, first_seen, last_seen, share FROM gpus ORDER BY cluster, host, gpu"
     )
     return tables.conform(frame, GPU_INVENTORY) if frame.height else tables.empty(GPU_INVENTORY)
 

@@ -63,12 +63,15 @@ def host_chunks(con: duckdb.DuckDBPyConnection, lo: datetime, hi: datetime, chun
 def minute_chunks(
     con: duckdb.DuckDBPyConnection, lo: datetime, hi: datetime, chunk_rows: int = CHUNK_ROWS
 ) -> Iterator[pl.DataFrame]:
-    """GPU_MINUTES frames of [lo, hi), each holding every row of its hosts (uuid and model_name null)."""
+    """GPU_MINUTES frames of [lo, hi), each holding every row of its hosts (uuid null; a MIG instance's
+    rows with its profile and model name, so the Python digest weighs it by its share; model_name null
+    on whole GPUs)."""
     for keys in host_chunks(con, lo, hi, chunk_rows):
         con.register("_chunk_keys", pl.DataFrame({"gpu_key": keys}, schema={"gpu_key": pl.Int32}))
         try:
             frame = con.sql(
-                "SELECT g.cluster, g.host, g.gpu, NULL::VARCHAR AS uuid, NULL::VARCHAR AS model_name,"
+                "SELECT g.cluster, g.host, g.gpu, NULL::VARCHAR AS uuid,"
+                " CASE WHEN g.mig_profile IS NOT NULL THEN g.model_name END AS model_name, g.mig_profile,"
                 " m.* EXCLUDE (gpu_key) FROM gpu_minutes m JOIN gpus g USING (gpu_key)"
                 " WHERE m.ts >= ? AND m.ts < ? AND m.gpu_key BETWEEN ? AND ?"
                 " AND m.gpu_key IN (SELECT gpu_key FROM _chunk_keys)"

@@ -115,8 +115,11 @@ def evaluation_inputs(
     minutes = tables.empty(tables.GPU_MINUTES) if idle is not None else _frame(
         con,
         # uuid and model_name are per GPU (in `gpus`): repeating them on every minute would make
-        # them half of the month's frame in memory, and the evaluation reads them from `gpus`.
-        "SELECT g.cluster, g.host, g.gpu, NULL::VARCHAR AS uuid, NULL::VARCHAR AS model_name, m.* EXCLUDE (gpu_key)"
+        # them half of the month's frame in memory, and the evaluation reads them from `gpus`. A MIG
+        # instance's rows carry its profile and model, the digest's share of the card (sla.minute_digest).
+        "SELECT g.cluster, g.host, g.gpu, NULL::VARCHAR AS uuid,"
+        " CASE WHEN g.mig_profile IS NOT NULL THEN g.model_name END AS model_name, g.mig_profile,"
+        " m.* EXCLUDE (gpu_key)"
         " FROM gpu_minutes m JOIN gpus g USING (gpu_key) WHERE m.ts >= ? AND m.ts < ?"
         " ORDER BY g.cluster, g.host, g.gpu, m.ts",
         [lo, hi],

@@ -8,6 +8,7 @@ from typing import Any
 
 import polars as pl
 
+from dashboards.heatmap import amount
 from dashboards.texts import Texts
 from gpusteward import links
 from reports.model import Quantity
@@ -27,9 +28,10 @@ def _heatmap(page: Any, shown: Shown, tx: Texts) -> int:
     with _warehouse(shown) as wh:
         gpus, mean, no_data = _heatmap_figures(wh, CLUSTER)
     cards = _metrics(page)
-    assert cards[tx("heatmap.gpus")] == str(gpus), cards
+    assert cards[tx("heatmap.gpus")] == amount(tx, gpus, 2), cards
     assert cards[tx("heatmap.mean")] == tx.fmt.quantity(Quantity(mean, "percent")), cards
-    assert cards[tx("heatmap.cells_no_data")] == tx("heatmap.cells_value", missing=no_data, total=gpus * 24), cards
+    assert cards[tx("heatmap.cells_no_data")] == tx(
+        "heatmap.cells_value", missing=amount(tx, no_data, 1), total=amount(tx, gpus * 24, 1)), cards
     return 3
 
 
@@ -63,7 +65,7 @@ def _job(page: Any, shown: Shown, tx: Texts) -> int:
     with _warehouse(shown) as wh:
         job = _a_job(wh)
     cards = _metrics(page)
-    assert cards[tx("col.gpu_hours")] == tx.fmt.quantity(Quantity(job["hours"], "gpu_hours")), cards
+    assert cards[tx("jobs.col.gpu_hours")] == tx.fmt.quantity(Quantity(job["hours"], "gpu_hours")), cards
     assert cards[tx("jobs.col.wait")] == tx.fmt.quantity(Quantity(job["wait"], "duration")), cards
     exit_text = tx("job.exit_signal", signal=job["exit_signal"]) if job["exit_signal"] else str(job["exit_code"])
     assert cards[tx("jobs.col.exit")] == exit_text, cards

@@ -10,6 +10,7 @@ from zoneinfo import ZoneInfo
 import polars as pl
 import pytest
 
+from dashboards.heatmap import amount
 from dashboards.texts import Texts
 from gpusteward import links
 from gpusteward.config import load_config
@@ -90,17 +91,21 @@ def _day_span() -> tuple[datetime, datetime]:
     return start, start + timedelta(days=1)
 
 
-def _heatmap_figures(wh: Warehouse, cluster: str) -> tuple[int, float, int]:
-    """(GPUs, engine activity over the minutes with it, GPU-hours of the day without any) from the minute rows."""
+def _heatmap_figures(wh: Warehouse, cluster: str) -> tuple[float, float, float]:
+    """(GPUs, engine activity over the minutes with it, GPU-hours of the day without any) from the minute rows,
+    GPUs and GPU-hours in whole-GPU equivalents (each row's `share`: a MIG instance its slices of the card)."""
     lo, hi = _day_span()
-    gpus = wh.query("SELECT count(*) AS n FROM gpus WHERE cluster = ? AND first_seen < ? AND last_seen >= ?",
+    gpus = wh.query("SELECT sum(share) AS n FROM gpus WHERE cluster = ? AND first_seen < ? AND last_seen >= ?",
                     [cluster, hi, lo])["n"][0]
     engine = wh.query(
-        "SELECT avg(m.gr_engine_active) AS mean,"
-        " count(DISTINCT (m.gpu_key, date_trunc('hour', m.ts))) FILTER (WHERE m.gr_engine_active IS NOT NULL) AS cells"
-        " FROM gpu_minutes m JOIN gpus g USING (gpu_key) WHERE g.cluster = ? AND m.ts >= ? AND m.ts < ?",
-        [cluster, lo, hi]).row(0, named=True)
-    return int(gpus), float(engine["mean"]), int(gpus) * 24 - int(engine["cells"])
+        "SELECT avg(m.gr_engine_active) AS mean FROM gpu_minutes m JOIN gpus g USING (gpu_key)"
+        " WHERE g.cluster = ? AND m.ts >= ? AND m.ts < ?", [cluster, lo, hi]).row(0, named=True)
+    measured = wh.query(
+        "SELECT sum(share) AS hours FROM (SELECT DISTINCT m.gpu_key, date_trunc('hour', m.ts) AS hour, g.share"
+        " FROM gpu_minutes m JOIN gpus g USING (gpu_key)"
+        " WHERE g.cluster = ? AND m.ts >= ? AND m.ts < ? AND m.gr_engine_active IS NOT NULL)",
+        [cluster, lo, hi])["hours"][0]
+    return float(gpus), float(engine["mean"]), float(gpus) * 24 - float(measured)
 
 
 @pytest.mark.parametrize("lang", ["en", "zh"])
@@ -115,9 +120,10 @@ def test_heatmap_shows_the_warehouses_figures(browser: Any, dashboard: Dashboard
     try:
         tx = Texts(lang, "Asia/Shanghai")
         shown = _metrics(page)
-        assert shown[tx("heatmap.gpus")] == str(gpus)
+        assert shown[tx("heatmap.gpus")] == amount(tx, gpus, 2)
         assert shown[tx("heatmap.mean")] == tx.fmt.quantity(Quantity(mean, "percent"))
-        assert shown[tx("heatmap.cells_no_data")] == tx("heatmap.cells_value", missing=no_data, total=gpus * 24)
+        assert shown[tx("heatmap.cells_no_data")] == tx(
+            "heatmap.cells_value", missing=amount(tx, no_data, 1), total=amount(tx, gpus * 24, 1))
         expect(page.get_by_test_id("stVegaLiteChart")).to_have_count(1, timeout=TIMEOUT_MS)  # drawn after the cards
         assert f"day={DAY}" in page.url
         assert "cluster=east" in page.url
@@ -128,7 +134,8 @@ def test_heatmap_shows_the_warehouses_figures(browser: Any, dashboard: Dashboard
 
 def _a_job(wh: Warehouse) -> dict[str, Any]:
     """A job that ran and ended with an exit status (a failed one when there is one), and its figures worked out
-    from its records: GPU-hours in the month's window, the summed queue wait, the last record's exit."""
+    from its records: GPU-hours in the month's window (whole-GPU equivalents: a MIG slice's share; the demo
+    declares no time-sliced nodes), the summed queue wait, the last record's exit."""
     job = wh.query(
         "SELECT cluster, job_id FROM jobs WHERE start_time IS NOT NULL AND end_time IS NOT NULL AND gpus_allocated > 0"
         " AND (exit_code IS NOT NULL OR exit_signal IS NOT NULL)"
@@ -137,7 +144,8 @@ def _a_job(wh: Warehouse) -> dict[str, Any]:
     end = wh.query("SELECT max(ts) + INTERVAL 1 MINUTE AS e FROM gpu_minutes")["e"][0]
     hi = min(datetime(2026, 10, 31, 16), end)
     records = wh.query(
-        "SELECT gpus_allocated * greatest(epoch(least(coalesce(end_time, ?), ?) - greatest(start_time, ?)), 0) / 3600"
+        "SELECT coalesce(gpu_equivalents, gpus_allocated)"
+        " * greatest(epoch(least(coalesce(end_time, ?), ?) - greatest(start_time, ?)), 0) / 3600"
         " AS hours, CASE WHEN start_time >= ? AND start_time < ? THEN greatest(epoch(start_time - eligible_time), 0)"
         " END AS wait, exit_code, exit_signal FROM jobs WHERE cluster = ? AND job_id = ? ORDER BY submit_time",
         [hi, hi, lo, lo, hi, job["cluster"], job["job_id"]])
@@ -152,11 +160,11 @@ def test_a_jobs_page_shows_the_warehouses_figures(browser: Any, dashboard: Dashb
     with _warehouse(dashboard) as wh:
         job = _a_job(wh)
     key = f"{job['cluster']}/{job['job_id']}"
-    context, page = _open(browser, dashboard, f"/job?month={MONTH}&job={key}", lang, "col.gpu_hours")
+    context, page = _open(browser, dashboard, f"/job?month={MONTH}&job={key}", lang, "jobs.col.gpu_hours")
     try:
         tx = Texts(lang, "Asia/Shanghai")
         shown = _metrics(page)
-        assert shown[tx("col.gpu_hours")] == tx.fmt.quantity(Quantity(job["hours"], "gpu_hours"))
+        assert shown[tx("jobs.col.gpu_hours")] == tx.fmt.quantity(Quantity(job["hours"], "gpu_hours"))
         assert shown[tx("jobs.col.wait")] == tx.fmt.quantity(Quantity(job["wait"], "duration"))
         exit_text = (tx("job.exit_signal", signal=job["exit_signal"]) if job["exit_signal"]
                      else str(job["exit_code"]))
@@ -211,7 +219,7 @@ def test_the_review_link_to_a_teams_idle_jobs(browser: Any, dashboard: Dashboard
     top = float(idle.filter(pl.col("team") == team)["hours"].max())  # type: ignore[arg-type]
     target = links.team_jobs(MONTH, team, "idle")
     path = "/" + (target.url("http://x") or "").removeprefix("http://x/")
-    context, page = _open(browser, dashboard, path, lang, "col.gpu_hours", cards=False)
+    context, page = _open(browser, dashboard, path, lang, "jobs.col.gpu_hours", cards=False)
     try:
         tx = Texts(lang, "Asia/Shanghai")
         tables = grids(page)

@@ -80,7 +80,7 @@ def drill_model() -> ReadModel:
     frames["job_records"] = {str(MONTH): tables.conform(pl.from_dicts(JOBS, infer_schema_length=None), tables.JOBS)}
     frames["ledger"] = {str(MONTH): tables.conform(pl.DataFrame([LEDGER_LINE], schema=LEDGER), MONTH_TABLES["ledger"])}
     inventory = pl.DataFrame(
-        [(c, h, g, "H100", datetime(2026, 11, 1), datetime(2026, 12, 1)) for c, h, g in INVENTORY],
+        [(c, h, g, "H100", datetime(2026, 11, 1), datetime(2026, 12, 1), 1.0) for c, h, g in INVENTORY],
         schema=GPU_INVENTORY, orient="row")
     whole = dict(base.whole) | {"gpu_inventory": inventory}
     return replace(base, month_frames=frames, whole=whole, series=MemorySeries({DAY: _buckets()}, {DAY: "sample"}))

@@ -103,7 +103,7 @@ def test_a_long_job_is_drawn_in_coarser_steps() -> None:
 
 
 def test_a_silent_gpu_is_a_row_of_no_data() -> None:
-    inventory = pl.DataFrame([("east", "e1", g, "H100", datetime(2026, 11, 1), datetime(2026, 12, 1))
+    inventory = pl.DataFrame([("east", "e1", g, "H100", datetime(2026, 11, 1), datetime(2026, 12, 1), 1.0)
                               for g in range(3)], schema=INVENTORY, orient="row")
     cells = hm.cells(inventory, _buckets(), "east", date(2026, 11, 10), "UTC")
     assert cells.height == 3 * 24
@@ -115,7 +115,7 @@ def test_a_silent_gpu_is_a_row_of_no_data() -> None:
 
 
 def test_the_day_the_clocks_go_back_has_25_hours() -> None:
-    inventory = pl.DataFrame([("east", "e1", 0, "H100", None, None)], schema=INVENTORY, orient="row")
+    inventory = pl.DataFrame([("east", "e1", 0, "H100", None, None, 1.0)], schema=INVENTORY, orient="row")
     day = date(2026, 11, 1)  # America/New_York leaves daylight saving time at 02:00
     cells = hm.cells(inventory, tables.empty(GPU_BUCKETS), "east", day, "America/New_York")
     assert cells.height == 25
@@ -136,7 +136,7 @@ def test_month_of_the_window() -> None:
 def test_no_data_has_its_own_legend_entry_outside_the_colour_scale(lang: str) -> None:
     from dashboards.texts import Texts
 
-    inventory = pl.DataFrame([("east", "e1", g, "H100", None, None) for g in range(3)], schema=INVENTORY,
+    inventory = pl.DataFrame([("east", "e1", g, "H100", None, None, 1.0) for g in range(3)], schema=INVENTORY,
                              orient="row")
     cells = hm.cells(inventory, _buckets(), "east", date(2026, 11, 10), "UTC")
     tx = Texts("zh" if lang == "zh" else "en")
@@ -157,7 +157,7 @@ def test_no_data_has_its_own_legend_entry_outside_the_colour_scale(lang: str) ->
 def test_heatmap_rows_in_host_then_gpu_number_order() -> None:
     from dashboards.texts import Texts
 
-    inventory = pl.DataFrame([("east", h, g, "H100", None, None) for h in ("e2", "e1") for g in (10, 2)],
+    inventory = pl.DataFrame([("east", h, g, "H100", None, None, 1.0) for h in ("e2", "e1") for g in (10, 2)],
                              schema=INVENTORY, orient="row")
     cells = hm.cells(inventory, _buckets().head(0), "east", date(2026, 11, 10), "UTC")
     spec = hm.chart(cells, Texts("en")).to_dict()
@@ -167,7 +167,7 @@ def test_heatmap_rows_in_host_then_gpu_number_order() -> None:
 
 
 def test_a_big_cluster_is_drawn_a_block_of_gpus_at_a_time() -> None:
-    inventory = pl.DataFrame([("east", f"e{h:03d}", g, "H100", None, None) for h in range(70) for g in range(8)],
+    inventory = pl.DataFrame([("east", f"e{h:03d}", g, "H100", None, None, 1.0) for h in range(70) for g in range(8)],
                              schema=INVENTORY, orient="row")
     cells = hm.cells(inventory, _buckets().head(0), "east", date(2026, 11, 10), "UTC")
     assert hm.blocks(cells) == [(1, 250), (251, 500), (501, 560)]

@@ -52,7 +52,7 @@ def test_the_job_list_sorts_and_sums_as_the_review() -> None:
     at = _open("jobs", month="2026-11", sort="gpu_hours")
     tx = Texts("en")
     jobs = next(d.value for d in at.dataframe if tx("col.job") in d.value.columns)
-    hours = dict(zip(jobs[tx("col.job")], jobs[tx("col.gpu_hours")], strict=True))
+    hours = dict(zip(jobs[tx("col.job")], jobs[tx("jobs.col.gpu_hours")], strict=True))
     assert hours["20010"] == 8 * 23 * 24  # running since 8 November: to the month's end
     assert hours["20011"] == 2 * 2 + 2 * 6  # two records
     assert hours["31001"] == 4 * 40
@@ -64,7 +64,7 @@ def test_one_jobs_page_shows_its_figures(lang: str) -> None:
     at = _open("job", lang, month="2026-11", job="east/20011")
     tx = Texts("zh" if lang == "zh" else "en")
     shown = _metrics(at)
-    assert shown[tx("col.gpu_hours")] == tx.fmt.quantity(Quantity(16.0, "gpu_hours"))
+    assert shown[tx("jobs.col.gpu_hours")] == tx.fmt.quantity(Quantity(16.0, "gpu_hours"))
     # 50 minutes before the first run (eligible 09:10, start 10:00), 2 hours before the requeued one
     assert shown[tx("jobs.col.wait")] == tx.fmt.quantity(Quantity(2 * 3600 + 50 * 60, "duration"))
     assert shown[tx("jobs.col.outcome")] == tx("job.state.FAILED")

@@ -16,9 +16,10 @@ from hypothesis import strategies as st
 from gpusteward.config.schema import IdleConfig
 from gpusteward.domain import Month
 from gpusteward.tables import GPU_MINUTES
-from sla.common import Window
+from sla.common import Window, window_of
+from sla.idle import idle_by_job
 from sla.minute_digest import digest_minutes
-from tests.sla.builders import frame
+from tests.sla.builders import config, frame, inputs, job
 from tests.sla.test_minute_digest import assert_same_digest
 from tests.warehouse.conftest import T0, gpu_minutes
 from warehouse import Warehouse
@@ -31,6 +32,8 @@ HOSTS = [("east", "h1"), ("east", "h2"), ("west", "h1")]
 # New York leaves daylight time on 2026-11-01, inside the series drawn around it.
 ZONES = ["UTC", "Asia/Kolkata", "America/New_York", "Australia/Lord_Howe"]
 DAY = date(2026, 11, 1)
+MIG = [(None, None), (None, None), ("1g.10gb", "NVIDIA H100 80GB HBM3"), ("3g.40gb", "NVIDIA H100 80GB HBM3"),
+       ("1g.6gb", "NVIDIA A30")]
 
 
 def _midnight_utc(tz: str) -> datetime:
@@ -49,6 +52,8 @@ def months(draw: st.DrawFn) -> tuple[pl.DataFrame, Window, IdleConfig]:
         silent = set(range(draw(st.integers(0, 150)), 150)[: draw(st.integers(0, 20))])
         for gpu in range(draw(st.integers(0, 2))):
             engine = draw(st.booleans())
+            # a whole GPU, or a MIG instance counted by its share (1/7, 3/7 of an H100; 1/4 of an A30)
+            profile, model = draw(st.sampled_from(MIG))
             m = draw(st.integers(0, 10))
             while m < 150:
                 length = draw(st.integers(1, 25))
@@ -64,7 +69,7 @@ def months(draw: st.DrawFn) -> tuple[pl.DataFrame, Window, IdleConfig]:
                         "job_id": job_id,
                         "gpu_util": None if engine else level,
                         "gr_engine_active": None if (not engine or level is None) else level / 100.0,
-                        "fb_used_mib": held,
+                        "fb_used_mib": held, "mig_profile": profile, "model_name": model,
                     })
                 m += length + draw(st.sampled_from([0, 0, 0, 1, 7]))
     lo, hi = draw(st.integers(0, 20)), draw(st.integers(100, 160))
@@ -149,6 +154,12 @@ def _fleet(wh: Warehouse) -> None:
             .then(pl.lit(1.0)).otherwise(pl.col("gpu_util")).alias("gpu_util"),
         )
         wh.ingest(host, {"gpu_minutes": rows})
+    # a MIG host: instances 1 and 2 of device 0 (1g.10gb, 3g.40gb), counted by their share of the card
+    mig = gpu_minutes("m", 1, range(40)).with_columns(pl.lit("42").alias("job_id"))
+    instances = [mig.with_columns(pl.lit(1000 + i, pl.Int16).alias("gpu"), pl.lit(profile).alias("mig_profile"),
+                                  pl.lit("NVIDIA H100 80GB HBM3").alias("model_name"), pl.lit(f"MIG-{i}").alias("uuid"))
+                 for i, profile in ((1, "1g.10gb"), (2, "3g.40gb"))]
+    wh.ingest("m", {"gpu_minutes": pl.concat(instances)})
 
 
 @pytest.mark.parametrize("chunk_rows", [40, 10**9])
@@ -164,5 +175,34 @@ def test_the_warehouse_digest_in_sql_is_the_python_one(wh: Warehouse, chunk_rows
     assert sql.idle_runs.height > 0
     assert sql.gaps.height > 0
     assert_same_digest(sql, python)
+    shares = set(sql.job_days["gpu_minutes"].to_list())
+    assert any(m != int(m) for m in shares)  # the MIG host's minutes count by their share
+    whole = wh.evaluation_inputs(month)  # the month's rows read at once, digested in Python
+    assert_same_digest(sql, digest_minutes(whole.gpu_minutes, window_of(whole), idle))
     with pytest.raises(ValueError, match="unknown digest engine"):
         wh.evaluation_inputs(month, idle=idle, engine="spark")  # type: ignore[arg-type]
+
+
+def test_a_mig_instance_idle_for_an_hour_is_a_seventh_of_an_idle_gpu_hour() -> None:
+    """Idle runs are the instance's own (60 minutes), its idle-held GPU-minutes its share of them (60/7);
+    a whole GPU beside it counts whole. Both digests agree, and idle_by_job rounds per job."""
+    idle = IdleConfig(util_below=5.0, min_minutes=10, held_memory_mib=1024.0)
+    mig = {"mig_profile": "1g.10gb", "model_name": "NVIDIA H100 80GB HBM3"}
+    rows = [_row(m, 0.0, gpu=1007, fb=4096.0) | mig for m in range(30, 90)]  # after Kolkata's midnight
+    rows += [_row(m, 0.0, job_id="8", gpu=0, fb=4096.0) for m in range(30, 90)]
+    minutes = frame(rows, GPU_MINUTES)
+    digest = frame_digest(minutes, KOLKATA, idle)
+    assert_same_digest(digest, digest_minutes(minutes, KOLKATA, idle))
+    days = {r["job_id"]: r for r in digest.job_days.iter_rows(named=True)}
+    assert days["7"]["idle_held_minutes"] == pytest.approx(60 / 7)
+    assert days["7"]["gpu_minutes"] == pytest.approx(60 / 7)
+    assert days["7"]["util_minutes"] == 60  # the utilisation's minutes are the instance's own
+    assert days["8"]["idle_held_minutes"] == 60
+    assert sorted(digest.idle_runs["minutes"].to_list()) == [60, 60]
+    jobs = [job(7, start=0, end=None, gpus=1, gpu_equivalents=1 / 7, submit_time=START, start_time=START),
+            job(8, start=0, end=None, submit_time=START, start_time=START)]
+    month = inputs(gpu_minutes=minutes, jobs=jobs, month=Month(2026, 10))
+    cfg = config("\n[idle]\nmin_minutes = 10\n")
+    per_job = {r["job_id"]: r for r in idle_by_job(month, cfg).iter_rows(named=True)}
+    assert (per_job["7"]["gpu_minutes"], per_job["7"]["idle_held_minutes"], per_job["7"]["busy_minutes"]) == (9, 9, 0)
+    assert per_job["8"]["idle_held_minutes"] == 60

@@ -11,7 +11,7 @@ import polars as pl
 from gpusteward.config.schema import IdleConfig
 from gpusteward.tables import GPU_MINUTES, conform
 from sla.common import Window
-from sla.minute_digest import MinuteDigest
+from sla.minute_digest import MinuteDigest, gpu_shares
 from warehouse.digest.dialect import DUCKDB
 from warehouse.digest.statements import Relations, statements, to_digest
 from warehouse.sql import run
@@ -71,7 +71,8 @@ _EPOCH = datetime(1970, 1, 1)
 
 
 def frame_relations(gpu_minutes: pl.DataFrame) -> tuple[pl.DataFrame, pl.DataFrame, pl.DataFrame]:
-    """GPU_MINUTES rows as the digest's three relations: (minutes, gpus, jobs) with integer keys."""
+    """GPU_MINUTES rows as the digest's three relations: (minutes, gpus, jobs) with integer keys, each
+    GPU with its share (sla.minute_digest.gpu_shares, as the warehouse's `gpus.share`)."""
     gm = conform(gpu_minutes, GPU_MINUTES)
     repeated = gm.select("cluster", "host", "gpu", "ts").is_duplicated()
     if repeated.any():
@@ -80,7 +81,7 @@ def frame_relations(gpu_minutes: pl.DataFrame) -> tuple[pl.DataFrame, pl.DataFra
             f"GPU-minutes repeat a (cluster, host, gpu, ts): {first['cluster']}/{first['host']}/{first['gpu']}"
             f" at {first['ts']}; the SQL digest needs one row per GPU-minute (the warehouse's key)"
         )
-    gpus = gm.select("cluster", "host", "gpu").unique().sort("cluster", "host", "gpu").with_row_index("gpu_key")
+    gpus = gpu_shares(gm).sort("cluster", "host", "gpu").with_row_index("gpu_key")
     jobs = gm.select(pl.col("job_id").drop_nulls().unique().sort()).with_row_index("job_key")
     minutes = (
         gm.join(gpus, on=["cluster", "host", "gpu"], how="left")

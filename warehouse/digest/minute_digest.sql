@@ -3,7 +3,8 @@
 --   {input}  GPU-minutes: gpu_key INT, minute BIGINT (minutes since 1970-01-01 UTC), job_key INT
 --            (NULL: no job), gpu_util REAL (percent), gr_engine_active REAL (0..1), fb_used_mib REAL;
 --            at most one row per (gpu_key, minute), the warehouse's key
---   {gpus}   gpu_key -> cluster, host, gpu        {jobs}  job_key -> job_id
+--   {gpus}   gpu_key -> cluster, host, gpu, share (whole-GPU equivalents of the row)
+--   {jobs}   job_key -> job_id
 --   {lo} {hi} the window in minutes [lo, hi); {util_below} {min_minutes} {held_mib} the idle settings
 --   @floor_div(x, n) and @local_date(minute) are the dialect's (warehouse/digest/dialect.py)
 -- `view` statements are named queries, `table` ones are materialised under their name, `output`
@@ -154,27 +155,31 @@ JOIN (
 ) e ON e.gpu_key = s.gpu_key AND e.n = s.n;
 
 -- output: job_days
+-- A job's minutes in whole-GPU equivalents: each GPU-minute counts its GPU's share ({gpus}.share: 1,
+-- or a MIG instance's slices of its card), so idle detection stays per GPU row while GPU-hours do
+-- not count a split card seven times. The utilisation's minutes and sum are the rows', unweighted.
 SELECT p.cluster, j.job_id, p.local_day,
-       CAST(sum(p.gpu_minutes) AS BIGINT) AS gpu_minutes,
-       CAST(sum(p.gpu_minutes - p.idle_minutes - p.idle_held_minutes) AS BIGINT) AS busy_minutes,
-       CAST(sum(p.idle_minutes) AS BIGINT) AS idle_minutes,
-       CAST(sum(p.idle_held_minutes) AS BIGINT) AS idle_held_minutes,
+       CAST(sum(p.gpu_minutes) AS DOUBLE) AS gpu_minutes,
+       CAST(sum(p.gpu_minutes - p.idle_minutes - p.idle_held_minutes) AS DOUBLE) AS busy_minutes,
+       CAST(sum(p.idle_minutes) AS DOUBLE) AS idle_minutes,
+       CAST(sum(p.idle_held_minutes) AS DOUBLE) AS idle_held_minutes,
        CAST(sum(p.engine_minutes) AS BIGINT) AS engine_minutes,
-       CAST(sum(p.gpu_minutes - p.engine_minutes) AS BIGINT) AS gpu_util_minutes,
-       CAST(sum(p.gpu_minutes) AS BIGINT) AS util_minutes,
+       CAST(sum(p.valid_minutes - p.engine_minutes) AS BIGINT) AS gpu_util_minutes,
+       CAST(sum(p.valid_minutes) AS BIGINT) AS util_minutes,
        sum(p.util_sum) AS util_sum,
-       CAST(sum(p.zero_minutes) AS BIGINT) AS zero_minutes
+       CAST(sum(p.zero_minutes) AS DOUBLE) AS zero_minutes
 FROM (
-    SELECT q.cluster, q.job_key, @local_date(q.quarter * 15) AS local_day, q.gpu_minutes, q.idle_minutes,
-           q.idle_held_minutes, q.engine_minutes, q.util_sum, q.zero_minutes
+    SELECT q.cluster, q.job_key, @local_date(q.quarter * 15) AS local_day, q.valid_minutes, q.gpu_minutes,
+           q.idle_minutes, q.idle_held_minutes, q.engine_minutes, q.util_sum, q.zero_minutes
     FROM (
         SELECT g.cluster, x.job_key, x.quarter,
-               sum(x.gpu_minutes) AS gpu_minutes,
-               sum(x.idle_minutes) AS idle_minutes,
-               sum(x.idle_held_minutes) AS idle_held_minutes,
+               sum(x.gpu_minutes) AS valid_minutes,
+               sum(x.gpu_minutes * g.share) AS gpu_minutes,
+               sum(x.idle_minutes * g.share) AS idle_minutes,
+               sum(x.idle_held_minutes * g.share) AS idle_held_minutes,
                sum(x.engine_minutes) AS engine_minutes,
                sum(x.util_sum) AS util_sum,
-               sum(x.zero_minutes) AS zero_minutes
+               sum(x.zero_minutes * g.share) AS zero_minutes
         FROM (
             SELECT gpu_key, job_key, quarter, valid_minutes AS gpu_minutes, 0 AS idle_minutes,
                    0 AS idle_held_minutes, engine_minutes, util_sum, zero_minutes

@@ -77,6 +77,11 @@ def spark_digest(spark: SparkSession, root: str, month_label: str, window: Windo
     minutes.select(*_COLUMNS).createOrReplaceTempView("dg_input")
     gpus = spark.read.parquet(f"{base}/gpus/month={month_label}")
     _check_covers(gpus, base, month_label, window)
+    if "share" not in gpus.columns:
+        raise ValueError(
+            f"the export under {base} has no gpus.share (written before shares were exported): run"
+            f" `gpusteward export` for {month_label} again"
+        )
     gpus.createOrReplaceTempView("dg_gpus")
     spark.read.parquet(f"{base}/job_labels/month={month_label}").createOrReplaceTempView("dg_jobs")
     frames: dict[str, pl.DataFrame] = {}
