@@ -166,3 +166,18 @@ def test_the_warehouse_digest_in_sql_is_the_python_one(wh: Warehouse, chunk_rows
     assert_same_digest(sql, python)
     with pytest.raises(ValueError, match="unknown digest engine"):
         wh.evaluation_inputs(month, idle=idle, engine="spark")  # type: ignore[arg-type]
+
+
+def test_slots_are_hours_where_the_zone_allows_and_quarter_hours_elsewhere() -> None:
+    from warehouse.digest.statements import slot_minutes
+
+    october = (datetime(2026, 10, 1), datetime(2026, 11, 1))
+    assert slot_minutes(Window(*october, "UTC")) == 60
+    assert slot_minutes(Window(*october, "Asia/Shanghai")) == 60
+    assert slot_minutes(Window(datetime(2026, 10, 25), datetime(2026, 11, 5), "America/New_York")) == 60  # DST ends
+    assert slot_minutes(Window(*october, "Asia/Kolkata")) == 15  # +5:30
+    assert slot_minutes(Window(*october, "Asia/Kathmandu")) == 15  # +5:45
+    # Lord Howe's daylight time adds half an hour: whole hours in its winter, not around its October change.
+    assert slot_minutes(Window(datetime(2026, 6, 1), datetime(2026, 6, 30), "Australia/Lord_Howe")) == 15  # +10:30
+    assert slot_minutes(Window(*october, "Australia/Lord_Howe")) == 15
+    assert slot_minutes(Window(datetime(2026, 10, 1), datetime(2026, 10, 1), "UTC")) == 60  # an empty window
