@@ -28,7 +28,7 @@ from service.cli_options import (
 )
 from service.cli_quota import quota
 from service.cli_reclaim import reclaim
-from service.cli_scale import ENGINES, export, spark_digester
+from service.cli_scale import ENGINES, export, spark_digester, stored_digester
 from service.cli_scheduler import scheduler
 from service.cli_showback import showback
 from service.cli_simulate_serve import serve_fleet
@@ -171,15 +171,22 @@ def status(config_path: str | None, db_path: str | None, as_json: bool) -> None:
 @click.option("--parquet", default=None, help="With --engine spark: the folder or URL the month was exported to.")
 @click.option("--spark-master", default="local[2]", show_default=True,
               help="With --engine spark: local[N] (N cores here), or a cluster's master URL (spark://, k8s://).")
+@click.option("--digest", "digest_root", default=None,
+              help="Read the month's digest that the Spark job (python -m warehouse.digest.spark_job) wrote "
+                   "under this folder or URL, instead of computing it.")
 def evaluate(config_path: str | None, db_path: str | None, month: Month | None, as_json: bool, engine: str,
-             parquet: str | None, spark_master: str) -> None:
+             parquet: str | None, spark_master: str, digest_root: str | None) -> None:
     """Evaluate a month against every scenario's objectives; store and print the results."""
     from service.pipeline import evaluate as run_evaluation
 
     config = load(config_path)
+    if digest_root is not None and engine != "duckdb":
+        raise click.UsageError("--digest reads a digest computed elsewhere: it takes no --engine")
     with open_for_writing(config, db_path) as wh:
         chosen = pick_month(wh, month, config)
-        if engine == "spark":
+        if digest_root is not None:
+            outputs = run_evaluation(wh, config, chosen, digester=stored_digester(config, chosen, digest_root))
+        elif engine == "spark":
             outputs = run_evaluation(wh, config, chosen,
                                      digester=spark_digester(config, chosen, parquet, spark_master))
         elif engine == "python":

@@ -48,3 +48,25 @@ def spark_digester(config: Config, month: Month, parquet: str | None, master: st
         return spark_digest(session(master), parquet, month_label(month), window, config.idle)
 
     return digest
+
+
+def stored_digester(config: Config, month: Month, root: str) -> Digester:
+    """Reads the month's digest that the Spark job (warehouse.digest.spark_job) wrote under `root`."""
+
+    def digest(window: Window) -> MinuteDigest:
+        from warehouse.digest.parquet_digest import read_digest
+        from warehouse.export import month_label
+
+        try:
+            stored = read_digest(root, month_label(month))
+        except FileNotFoundError as exc:
+            raise click.ClickException(str(exc)) from exc
+        if stored.window != window or stored.idle != config.idle:
+            raise click.ClickException(
+                f"the digest under {root} covers {stored.window.start} to {stored.window.end} UTC ({stored.window.tz})"
+                f" with {stored.idle}; this evaluation needs {window.start} to {window.end} UTC ({window.tz})"
+                f" with {config.idle}: export the month again and run the Spark job again with this config"
+            )
+        return stored
+
+    return digest

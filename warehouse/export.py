@@ -5,7 +5,9 @@ Layout under the destination (month in the pool's time zone, as `YYYY-MM`):
 
     gpu_minutes/month=2026-10/cluster=east/host_bucket=0/data_0.parquet
     gpus/month=2026-10/data_0.parquet          gpu_key -> cluster, host, gpu, uuid, model_name, share, and the
-                                               minutes the export covers [export_from_minute, export_to_minute)
+                                               minutes the export covers [export_from_minute, export_to_minute),
+                                               and data_end_minute: the minute after the warehouse's last
+                                               GPU-minute when exported (where a month in progress ends)
     job_labels/month=2026-10/data_0.parquet    job_key -> job_id
 
 `gpu_minutes` rows carry the warehouse's keys (`gpu_key`, `job_key`) and `minute` (minutes since
@@ -52,7 +54,8 @@ _MINUTES = f"""
 _GPUS = f"""
     SELECT gpu_key, cluster, host, gpu, uuid, model_name, share, host_bucket,
            epoch_us($lo::TIMESTAMP) // 60000000 AS export_from_minute,
-           epoch_us($hi::TIMESTAMP) // 60000000 AS export_to_minute
+           epoch_us($hi::TIMESTAMP) // 60000000 AS export_to_minute,
+           (SELECT max(minute) + 1 FROM gpu_minute_rows) AS data_end_minute
     FROM ({_BUCKETS}) b
     WHERE gpu_key IN (SELECT DISTINCT gpu_key FROM gpu_minute_rows WHERE {_IN_MONTH})
     ORDER BY gpu_key

@@ -128,3 +128,44 @@ def test_evaluate_with_the_spark_engine_gives_the_default_results(exported: tupl
     missing = CliRunner().invoke(cli, [*common, "--engine", "spark", "--parquet", str(root / "nowhere")])
     assert missing.exit_code == 2
     assert "gpusteward export --month" in missing.output
+
+
+def test_the_spark_job_writes_the_digest_that_evaluate_reads(exported: tuple[Path, Path], spark: SparkSession,
+                                                             tmp_path: Path) -> None:
+    """The spark-submit entry point writes the digest as Parquet; `gpusteward evaluate --digest` reads it
+    and gives the default results; a digest of other idle settings, an unfinished one, or none, is refused."""
+    from service.cli import cli
+    from warehouse.digest.parquet_digest import WINDOW, digest_folder, read_digest
+    from warehouse.digest.spark_job import main as spark_job
+
+    db, root = exported
+    config = example_config_path()
+    assert spark_job(["--master", "local[2]", "--export", str(root), "--month", "2026-11", "--config", str(config),
+                      "--to", str(tmp_path)]) == 0
+    folder = Path(digest_folder(str(tmp_path), "2026-11"))
+    assert (folder / WINDOW).is_dir()
+    assert (folder / "idle_runs").is_dir()
+    assert not (root / "minute_digest").exists()  # written under --to, the export untouched
+    stored = read_digest(str(tmp_path), "2026-11")
+    with open_warehouse(db, read_only=True) as wh:
+        assert_same_digest(stored, wh.month_digest(stored.window, stored.idle))
+    common = ["evaluate", "--config", str(config), "--db", str(db), "--month", "2026-11", "--json"]
+    default = CliRunner().invoke(cli, common)
+    assert default.exit_code == 0, default.output
+    read_back = CliRunner().invoke(cli, [*common, "--digest", str(tmp_path)])
+    assert read_back.exit_code == 0, read_back.output
+    assert json.loads(read_back.output)["results"] == json.loads(default.output)["results"]
+    # A digest of other idle settings than the config's is refused, not evaluated (its window table rewritten).
+    window_file = next((folder / WINDOW).glob("*.parquet"))
+    pl.read_parquet(window_file).with_columns(pl.lit(5, pl.Int64).alias("min_minutes")).write_parquet(window_file)
+    other = CliRunner().invoke(cli, [*common, "--digest", str(tmp_path)])
+    assert other.exit_code == 1
+    assert "run the Spark job again" in other.output
+    # ... and so is one whose job has not finished (the window table says so until the last output is in).
+    pl.read_parquet(window_file).with_columns(pl.lit(False).alias("finished")).write_parquet(window_file)
+    unfinished = CliRunner().invoke(cli, [*common, "--digest", str(tmp_path)])
+    assert unfinished.exit_code == 1
+    assert "holds no finished digest" in unfinished.output
+    nothing = CliRunner().invoke(cli, [*common, "--digest", str(tmp_path / "nowhere")])
+    assert nothing.exit_code == 1
+    assert "holds no finished digest" in nothing.output

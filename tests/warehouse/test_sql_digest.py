@@ -206,3 +206,18 @@ def test_a_mig_instance_idle_for_an_hour_is_a_seventh_of_an_idle_gpu_hour() -> N
     per_job = {r["job_id"]: r for r in idle_by_job(month, cfg).iter_rows(named=True)}
     assert (per_job["7"]["gpu_minutes"], per_job["7"]["idle_held_minutes"], per_job["7"]["busy_minutes"]) == (9, 9, 0)
     assert per_job["8"]["idle_held_minutes"] == 60
+
+
+def test_slots_are_hours_where_the_zone_allows_and_quarter_hours_elsewhere() -> None:
+    from warehouse.digest.statements import slot_minutes
+
+    october = (datetime(2026, 10, 1), datetime(2026, 11, 1))
+    assert slot_minutes(Window(*october, "UTC")) == 60
+    assert slot_minutes(Window(*october, "Asia/Shanghai")) == 60
+    assert slot_minutes(Window(datetime(2026, 10, 25), datetime(2026, 11, 5), "America/New_York")) == 60  # DST ends
+    assert slot_minutes(Window(*october, "Asia/Kolkata")) == 15  # +5:30
+    assert slot_minutes(Window(*october, "Asia/Kathmandu")) == 15  # +5:45
+    # Lord Howe's daylight time adds half an hour: whole hours in its winter, not around its October change.
+    assert slot_minutes(Window(datetime(2026, 6, 1), datetime(2026, 6, 30), "Australia/Lord_Howe")) == 15  # +10:30
+    assert slot_minutes(Window(*october, "Australia/Lord_Howe")) == 15
+    assert slot_minutes(Window(datetime(2026, 10, 1), datetime(2026, 10, 1), "UTC")) == 60  # an empty window

@@ -5,21 +5,25 @@
 --            at most one row per (gpu_key, minute), the warehouse's key
 --   {gpus}   gpu_key -> cluster, host, gpu, share (whole-GPU equivalents of the row)
 --   {jobs}   job_key -> job_id
---   {lo} {hi} the window in minutes [lo, hi); {util_below} {min_minutes} {held_mib} the idle settings
+--   {lo} {hi} the window in minutes [lo, hi); {slot} the minutes summed together (60 or 15);
+--            {util_below} {min_minutes} {held_mib} the idle settings
 --   @floor_div(x, n) and @local_date(minute) are the dialect's (warehouse/digest/dialect.py)
 -- `view` statements are named queries, `table` ones are materialised under their name, `output`
 -- ones are handed back. Minutes stay integers throughout: no interval arithmetic.
 --
--- Why quarter hours: runs and gaps need the minutes in time order, and sorting every minute of the
--- month is what makes a review slow. Every minute is first summed into its (GPU, job, quarter hour)
--- in one pass that needs no order. A quarter whose minutes (or whose idle-threshold minutes) are
--- contiguous is one piece of a run as it stands; only the quarters with a hole or a change inside
--- are put in time order minute by minute (ROW_NUMBER differences). Pieces then chain into runs in
--- time order, fifteen times fewer rows. Quarters also give days in any time zone (offsets are whole
--- quarter hours).
+-- Why slots: runs and gaps need the minutes in time order, and sorting every minute of the month is
+-- what makes a review slow. Every minute is first summed into its (GPU, job, slot) in one pass that
+-- needs no order; a slot is {slot} minutes: an hour where every UTC offset of the pool's zone in the
+-- window is a whole hour (statements.slot_minutes), else a quarter hour (all offsets in use are whole
+-- quarter hours), so a slot never straddles a local midnight. Fewer, larger slots make that pass
+-- about twice as cheap (an hour's groups are a quarter as many). A slot whose minutes (or whose
+-- idle-threshold minutes) are contiguous is one piece of a run as it stands; only the slots with a
+-- hole or a change inside are put in time order minute by minute (ROW_NUMBER differences). Pieces
+-- then chain into runs in time order, 15 to 60 times fewer rows than minutes. The tables keep the
+-- name of quarters (dg_quarters) they had when every slot was a quarter hour.
 
 -- view: dg_rows
-SELECT gpu_key, job_key, minute, @floor_div(minute, 15) AS quarter, valid, from_engine, util,
+SELECT gpu_key, job_key, minute, @floor_div(minute, {slot}) AS slot, valid, from_engine, util,
        valid AND job_key IS NOT NULL AND util_pct < {util_below} AS below,
        coalesce(fb_used_mib > {held_mib}, false) AS held
 FROM (
@@ -37,9 +41,9 @@ FROM (
 ) v;
 
 -- table: dg_quarters
--- Every minute summed into its (GPU, job, quarter hour); `below` minutes: a job's minutes under the
+-- Every minute summed into its (GPU, job, slot); `below` minutes: a job's minutes under the
 -- idle threshold, the only ones that can be idle.
-SELECT gpu_key, job_key, quarter,
+SELECT gpu_key, job_key, slot,
        count(*) AS row_count,
        min(minute) AS first_minute,
        max(minute) AS last_minute,
@@ -52,16 +56,16 @@ SELECT gpu_key, job_key, quarter,
        max(CASE WHEN below THEN minute END) AS below_last,
        sum(CASE WHEN below AND held THEN 1 ELSE 0 END) AS below_held
 FROM dg_rows
-GROUP BY gpu_key, job_key, quarter;
+GROUP BY gpu_key, job_key, slot;
 
 -- table: dg_gpu_quarters
-SELECT gpu_key, quarter, sum(row_count) AS minutes, min(first_minute) AS first_minute,
+SELECT gpu_key, slot, sum(row_count) AS minutes, min(first_minute) AS first_minute,
        max(last_minute) AS last_minute
 FROM dg_quarters
-GROUP BY gpu_key, quarter;
+GROUP BY gpu_key, slot;
 
 -- table: dg_presence
--- Pieces of time in which a GPU reported at all: a quarter without a hole is one piece; a quarter
+-- Pieces of time in which a GPU reported at all: a slot without a hole is one piece; a slot
 -- with holes is split at them (minute - row_number() is constant exactly along a run of minutes).
 SELECT gpu_key, first_minute, last_minute, minutes
 FROM dg_gpu_quarters
@@ -69,47 +73,47 @@ WHERE minutes = last_minute - first_minute + 1
 UNION ALL
 SELECT gpu_key, min(minute) AS first_minute, max(minute) AS last_minute, count(*) AS minutes
 FROM (
-    SELECT r.gpu_key, r.quarter, r.minute,
-           r.minute - row_number() OVER (PARTITION BY r.gpu_key, r.quarter ORDER BY r.minute) AS piece
+    SELECT r.gpu_key, r.slot, r.minute,
+           r.minute - row_number() OVER (PARTITION BY r.gpu_key, r.slot ORDER BY r.minute) AS piece
     FROM dg_rows r
-    JOIN dg_gpu_quarters q ON q.gpu_key = r.gpu_key AND q.quarter = r.quarter
+    JOIN dg_gpu_quarters q ON q.gpu_key = r.gpu_key AND q.slot = r.slot
     WHERE q.minutes < q.last_minute - q.first_minute + 1
 ) holed
-GROUP BY gpu_key, quarter, piece;
+GROUP BY gpu_key, slot, piece;
 
 -- table: dg_below
 -- Pieces of a job's below-threshold minutes on one GPU, split the same way.
 SELECT gpu_key, job_key, below_first AS first_minute, below_last AS last_minute,
-       below_minutes AS minutes, below_held AS held_minutes, quarter
+       below_minutes AS minutes, below_held AS held_minutes, slot
 FROM dg_quarters
 WHERE below_minutes > 0 AND below_minutes = below_last - below_first + 1
 UNION ALL
 SELECT gpu_key, job_key, min(minute) AS first_minute, max(minute) AS last_minute, count(*) AS minutes,
-       sum(CASE WHEN held THEN 1 ELSE 0 END) AS held_minutes, quarter
+       sum(CASE WHEN held THEN 1 ELSE 0 END) AS held_minutes, slot
 FROM (
-    SELECT r.gpu_key, r.job_key, r.quarter, r.minute, r.held,
-           r.minute - row_number() OVER (PARTITION BY r.gpu_key, r.job_key, r.quarter ORDER BY r.minute) AS piece
+    SELECT r.gpu_key, r.job_key, r.slot, r.minute, r.held,
+           r.minute - row_number() OVER (PARTITION BY r.gpu_key, r.job_key, r.slot ORDER BY r.minute) AS piece
     FROM dg_rows r
-    JOIN dg_quarters q ON q.gpu_key = r.gpu_key AND q.job_key = r.job_key AND q.quarter = r.quarter
+    JOIN dg_quarters q ON q.gpu_key = r.gpu_key AND q.job_key = r.job_key AND q.slot = r.slot
     WHERE r.below AND q.below_minutes > 0 AND q.below_minutes < q.below_last - q.below_first + 1
 ) mixed
-GROUP BY gpu_key, job_key, quarter, piece;
+GROUP BY gpu_key, job_key, slot, piece;
 
 -- table: dg_idle
 -- Pieces chain into runs where one ends the minute before the next begins (LAG, then a running
 -- count of the breaks); a run of at least min_minutes is idle, its held minutes idle-held.
-SELECT gpu_key, job_key, run, quarter, first_minute, minutes, held_minutes
+SELECT gpu_key, job_key, run, slot, first_minute, minutes, held_minutes
 FROM (
-    SELECT gpu_key, job_key, run, quarter, first_minute, minutes, held_minutes,
+    SELECT gpu_key, job_key, run, slot, first_minute, minutes, held_minutes,
            sum(minutes) OVER (PARTITION BY gpu_key, job_key, run) AS run_minutes
     FROM (
-        SELECT gpu_key, job_key, quarter, first_minute, minutes, held_minutes,
+        SELECT gpu_key, job_key, slot, first_minute, minutes, held_minutes,
                sum(CASE WHEN prev_last = first_minute - 1 THEN 0 ELSE 1 END) OVER (
                    PARTITION BY gpu_key, job_key ORDER BY first_minute
                    ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW
                ) AS run
         FROM (
-            SELECT gpu_key, job_key, quarter, first_minute, minutes, held_minutes,
+            SELECT gpu_key, job_key, slot, first_minute, minutes, held_minutes,
                    lag(last_minute) OVER (PARTITION BY gpu_key, job_key ORDER BY first_minute) AS prev_last
             FROM dg_below
         ) p
@@ -134,7 +138,7 @@ GROUP BY gpu_key;
 
 -- table: dg_islands
 -- Each GPU's runs of reporting minutes: its span cut at its gaps (a few per GPU, where the pieces
--- are one per quarter hour). The n-th run starts at the span's start or the (n-1)-th gap's end and
+-- are one per slot). The n-th run starts at the span's start or the (n-1)-th gap's end and
 -- ends at the n-th gap's start or the span's end.
 SELECT s.gpu_key, s.island_start, e.island_end
 FROM (
@@ -169,10 +173,10 @@ SELECT p.cluster, j.job_id, p.local_day,
        sum(p.util_sum) AS util_sum,
        CAST(sum(p.zero_minutes) AS DOUBLE) AS zero_minutes
 FROM (
-    SELECT q.cluster, q.job_key, @local_date(q.quarter * 15) AS local_day, q.valid_minutes, q.gpu_minutes,
+    SELECT q.cluster, q.job_key, @local_date(q.slot * {slot}) AS local_day, q.valid_minutes, q.gpu_minutes,
            q.idle_minutes, q.idle_held_minutes, q.engine_minutes, q.util_sum, q.zero_minutes
     FROM (
-        SELECT g.cluster, x.job_key, x.quarter,
+        SELECT g.cluster, x.job_key, x.slot,
                sum(x.gpu_minutes) AS valid_minutes,
                sum(x.gpu_minutes * g.share) AS gpu_minutes,
                sum(x.idle_minutes * g.share) AS idle_minutes,
@@ -181,16 +185,16 @@ FROM (
                sum(x.util_sum) AS util_sum,
                sum(x.zero_minutes * g.share) AS zero_minutes
         FROM (
-            SELECT gpu_key, job_key, quarter, valid_minutes AS gpu_minutes, 0 AS idle_minutes,
+            SELECT gpu_key, job_key, slot, valid_minutes AS gpu_minutes, 0 AS idle_minutes,
                    0 AS idle_held_minutes, engine_minutes, util_sum, zero_minutes
             FROM dg_quarters WHERE job_key IS NOT NULL AND valid_minutes > 0
             UNION ALL
-            SELECT gpu_key, job_key, quarter, 0 AS gpu_minutes, minutes - held_minutes AS idle_minutes,
+            SELECT gpu_key, job_key, slot, 0 AS gpu_minutes, minutes - held_minutes AS idle_minutes,
                    held_minutes AS idle_held_minutes, 0 AS engine_minutes, CAST(NULL AS DOUBLE) AS util_sum,
                    0 AS zero_minutes
             FROM dg_idle
         ) x JOIN {gpus} g ON g.gpu_key = x.gpu_key
-        GROUP BY g.cluster, x.job_key, x.quarter
+        GROUP BY g.cluster, x.job_key, x.slot
     ) q
 ) p JOIN {jobs} j ON j.job_key = p.job_key
 GROUP BY p.cluster, j.job_id, p.local_day;

@@ -8,6 +8,7 @@ the digest runs on a Spark cluster or in local mode.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 import polars as pl
@@ -19,7 +20,7 @@ from warehouse.digest.dialect import SPARK
 from warehouse.digest.statements import Relations, minute_of, statements, to_digest
 
 if TYPE_CHECKING:
-    from pyspark.sql import SparkSession
+    from pyspark.sql import DataFrame, SparkSession
 
 SESSION_CONFIG = {
     # The digest's days come from instants rendered in the pool's zone (dialect.Spark.local_date),
@@ -68,6 +69,26 @@ def local_session(cores: int = 2, app_name: str = "gpusteward-digest") -> SparkS
 
 def spark_digest(spark: SparkSession, root: str, month_label: str, window: Window, idle: IdleConfig) -> MinuteDigest:
     """The digest of the month `month_label` (`YYYY-MM`) exported under `root`, computed by `spark`."""
+    frames: dict[str, pl.DataFrame] = {}
+
+    def collect(name: str, result: DataFrame) -> None:
+        frames[name] = pl.from_arrow(result.toArrow())  # type: ignore[assignment]
+
+    run_statements(spark, root, month_label, window, idle, output=collect)
+    return to_digest(frames, window, idle)
+
+
+def run_statements(
+    spark: SparkSession,
+    root: str,
+    month_label: str,
+    window: Window,
+    idle: IdleConfig,
+    *,
+    output: Callable[[str, DataFrame], None],
+) -> None:
+    """Run the digest's statements over the export under `root`; `output(name, frame)` takes each of
+    the digest's frames (OUTPUTS) as a Spark DataFrame while the tables it reads are still cached."""
     zone = spark.conf.get("spark.sql.session.timeZone")
     if zone != "UTC":
         raise ValueError(f"the Spark session's spark.sql.session.timeZone is {zone!r}; the digest needs 'UTC'")
@@ -84,13 +105,12 @@ def spark_digest(spark: SparkSession, root: str, month_label: str, window: Windo
         )
     gpus.createOrReplaceTempView("dg_gpus")
     spark.read.parquet(f"{base}/job_labels/month={month_label}").createOrReplaceTempView("dg_jobs")
-    frames: dict[str, pl.DataFrame] = {}
     cached: list[Any] = []
     try:
         for statement in statements(SPARK, Relations("dg_input", "dg_gpus", "dg_jobs"), window, idle):
             result = spark.sql(statement.sql)
             if statement.kind == "output":
-                frames[statement.name] = pl.from_arrow(result.toArrow())  # type: ignore[assignment]
+                output(statement.name, result)
                 continue
             if statement.kind == "table":
                 result = result.cache()
@@ -99,7 +119,6 @@ def spark_digest(spark: SparkSession, root: str, month_label: str, window: Windo
     finally:
         for frame in cached:
             frame.unpersist()
-    return to_digest(frames, window, idle)
 
 
 def _check_covers(gpus: Any, base: str, month_label: str, window: Window) -> None:

@@ -6,10 +6,11 @@ from __future__ import annotations
 import math
 import re
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import UTC, datetime, timedelta
 from functools import cache
 from importlib import resources
 from typing import Literal, cast
+from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 import polars as pl
 
@@ -64,9 +65,28 @@ def minute_of(moment: datetime) -> int:
     return math.ceil((moment - _EPOCH).total_seconds() / 60)
 
 
+def slot_minutes(window: Window) -> int:
+    """Minutes summed together in the digest's first pass: 60 where every UTC offset of the window's
+    zone, at every quarter hour of the window, is a whole hour (local days then begin on the hour),
+    else 15 (every zone's offsets are whole quarter hours: Asia/Kolkata +5:30, Asia/Kathmandu +5:45)."""
+    try:
+        zone = ZoneInfo(window.tz)
+    except (ZoneInfoNotFoundError, ValueError) as error:
+        raise ValueError(f"unknown time zone {window.tz!r} for the minute digest") from error
+    step, moment = timedelta(minutes=15), window.start.replace(tzinfo=UTC)
+    end = max(window.end.replace(tzinfo=UTC), moment + step)
+    while moment <= end:
+        offset = zone.utcoffset(moment)
+        if offset is None or offset % timedelta(hours=1):
+            return 15
+        moment += step
+    return 60
+
+
 def statements(dialect: Dialect, relations: Relations, window: Window, idle: IdleConfig) -> list[Statement]:
     """The digest's statements for `window` and `idle`, in the order they must run."""
     values = {
+        "slot": str(slot_minutes(window)),
         "input": relations.minutes,
         "gpus": relations.gpus,
         "jobs": relations.jobs,
