@@ -204,7 +204,8 @@ def job(view: View) -> None:
         return
     if state.get("job_pick") not in options:
         state["job_pick"] = options[0]
-    st.caption(tx("job.listed", shown=len(listed), total=matched, sort=tx(f"job_sort.{sort}")))
+    st.caption(tx("job.listed", shown=tx.fmt.number(len(listed)), total=tx.fmt.number(matched),
+                  sort=tx(f"job_sort.{sort}")))
     chosen = str(st.selectbox(tx("job.pick"), options, key="job_pick",
                               format_func=lambda k: f"{k.split('/')[0]}/{labels.get(k, k)}"))
     urlstate.write(state, st.query_params, {links.JOB_KEY: [chosen]})

@@ -193,7 +193,8 @@ def test_the_job_picker_lists_a_few_jobs_and_the_id_box_opens_one(browser: Any, 
     context, page = _open(browser, dashboard, f"/job?month={MONTH}", lang, "col.gpu_hours")
     try:
         tx = Texts(lang, "Asia/Shanghai")
-        listed = tx("job.listed", shown=min(25, total), total=total, sort=tx("job_sort.gpu_hours"))
+        listed = tx("job.listed", shown=tx.fmt.number(min(25, total)), total=tx.fmt.number(total),
+                    sort=tx("job_sort.gpu_hours"))
         page.get_by_text(listed).first.wait_for(state="visible", timeout=TIMEOUT_MS)
         box = page.get_by_role("textbox", name=tx("job.find"))
         box.fill(str(job["job_id"]))
