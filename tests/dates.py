@@ -37,7 +37,7 @@ class Moment:
 
 
 MOMENTS = (
-    Moment("2026-12-31 23:59:00", "UTC", "the year turns during the run"),
+    Moment("2026-12-31 23:59:00", "UTC", "the year turns during the run", whole=False),
     Moment("2027-02-28 12:00:00", "UTC", "the last day of a short February", whole=False),
     Moment("2028-02-29 12:00:00", "UTC", "a leap day", whole=False),
     Moment("2027-03-14 01:58:00", "America/New_York", "clocks spring forward at 02:00 local during the run"),
@@ -69,9 +69,10 @@ HEAVY = (
     "tests/faults/test_service_faults.py::test_kill_9_of_the_service_mid_import_then_restart_loses_and_doubles_nothing",
 )
 """Swept tests that run the whole service for minutes (a simulated day; a real `serve` killed and restarted).
-They run under the year's turn and the DST change, where a clock read goes wrong in ways the calendar days
-do not add to; 28 and 29 February sweep the rest, whose tests read the same clock through the same code.
-Sweeping these two under two moments instead of four keeps the suite inside its 25 minutes."""
+Both run the service on a FakeClock, so the wall clock reaches them only where something reads it by mistake:
+they run under the DST change in America/New_York (a local zone that is not UTC, and a local hour that does not
+exist), while the year's turn and 28 and 29 February sweep the rest, whose tests read the same clock through
+the same code. Sweeping these two under one moment instead of four keeps the suite inside its 25 minutes."""
 
 
 def run(moment: Moment, pytest_args: list[str]) -> int:

@@ -40,6 +40,11 @@ def _waiting(root: Path) -> list[str]:
     return sorted(p.name.removesuffix(BATCH) for p in spool_beside(root / "gpusteward.duckdb").glob(f"*{BATCH}"))
 
 
+def _acked(root: Path) -> list[str]:
+    path = root / "acked"
+    return path.read_text(encoding="utf-8").split() if path.exists() else []
+
+
 def _log(root: Path) -> str:
     return (root / "serve.log").read_text(errors="replace")[-3000:]
 
@@ -57,13 +62,16 @@ def test_kill_9_while_draining_loses_no_acknowledged_batch_and_doubles_none(tmp_
     proc = _start(tmp_path, point, first=0)
     wait_for_marker(proc, tmp_path / "paused", DEADLINE_S, tmp_path / "serve.log")
     # The writer is stopped; collection goes on: more batches are acknowledged while it waits.
-    _until(lambda: len(_waiting(tmp_path)) >= 5, proc, tmp_path, "batches spooled while the writer was stopped")
+    # A batch's spool file exists before its append returns and the id reaches `acked`: count the acknowledged.
+    _until(lambda: len(set(_waiting(tmp_path)) & set(_acked(tmp_path))) >= 5, proc, tmp_path,
+           "batches spooled and acknowledged while the writer was stopped")
     os.kill(proc.pid, signal.SIGKILL)
     assert proc.wait(30) == -signal.SIGKILL, _log(tmp_path)
-    acked = (tmp_path / "acked").read_text(encoding="utf-8").split()
+    acked = _acked(tmp_path)
     left = set(_waiting(tmp_path))
     assert len(acked) >= 7
-    assert left <= set(acked)
+    # The one append in flight at the kill may have left its file without hearing back: stored, never acknowledged.
+    assert len(left - set(acked)) <= 1
 
     again = _start(tmp_path, "none", first=10_000)
     try:
