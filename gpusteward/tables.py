@@ -79,6 +79,9 @@ JOBS = schema(
         "reservation": pl.Utf8,
         # the scheduler's labels as a JSON object (`{}` for Slurm, which has none; null when unknown)
         "labels": pl.Utf8,
+        # the scheduler's own name of a job whose name is not a number: `namespace/name` of a Kueue Workload
+        # (job_id is then a digest of it, collectors.kube.kueue_jobs); null for Slurm records
+        "job_ref": pl.Utf8,
     }
 )
 JOBS_KEY = ("cluster", "job_id", "submit_time")

@@ -75,10 +75,11 @@ def actions_from_config(config: Config, env: Mapping[str, str] | None = None) ->
 
 
 def _limit_ends(running: pl.DataFrame) -> dict[tuple[str, str], datetime]:
-    """(cluster, job id) -> when the running record's time limit ends."""
+    """(cluster, job id) -> when the running record's time limit ends (a Workload's id: its `job_ref`)."""
     limited = running.filter(pl.col("time_limit_min").is_not_null() & pl.col("start_time").is_not_null())
     return {
-        (r["cluster"], str(r["job_id"])): r["start_time"] + timedelta(minutes=int(r["time_limit_min"]))
+        (r["cluster"], r.get("job_ref") or str(r["job_id"])):
+            r["start_time"] + timedelta(minutes=int(r["time_limit_min"]))
         for r in limited.iter_rows(named=True)
     }
 

@@ -49,15 +49,18 @@ def policy_for(config: Config, scenario: str, team: str, cluster: str) -> Reclai
 
 
 def classified_running(inputs: ReclaimInputs, config: Config) -> pl.DataFrame:
-    """The running GPU jobs with `scenario`, `team`, `_id` (job id as text) and `_label` (their `labels` and
-    `reservation` null where the records do not say: sla.reclaim_safety needs to know when they do not)."""
+    """The running GPU jobs with `scenario`, `team`, `_id` (job id as text, a Workload's `namespace/name`) and
+    `_label` (their `labels` and `reservation` null where the records do not say: sla.reclaim_safety needs to
+    know when they do not)."""
     running = inputs.running.select(
         *[(pl.col(c) if c in inputs.running.columns else pl.lit(None)).cast(t).alias(c) for c, t in JOBS.items()],
     ).filter(pl.col("gpus_allocated").fill_null(0) > 0)
     # A requeued job has several records; the latest one is the job that runs now.
     running = running.sort("submit_time", nulls_last=False).unique(["cluster", "job_id"], keep="last")
+    # A Kueue Workload's record is named by its `job_ref` (`namespace/name`); its job_id is a digest of it.
     return classify_jobs(config, running).with_columns(
-        pl.col("job_id").cast(pl.Utf8).alias("_id"), job_label().alias("_label")
+        pl.coalesce("job_ref", pl.col("job_id").cast(pl.Utf8)).alias("_id"),
+        pl.coalesce("job_ref", job_label()).alias("_label"),
     ).sort("cluster", "start_time", "job_id")
 
 

@@ -326,7 +326,13 @@ def _live_sources(config: Config) -> list[str]:
         *((f"service.kube_queues[{i}].name", s.name) for i, s in enumerate(sc.kube_queues)),
     ]
     names = [name for _, name in named]
-    return [f"{path}: duplicate live source {name!r}" for path, name in named if names.count(name) > 1]
+    problems = [f"{path}: duplicate live source {name!r}" for path, name in named if names.count(name) > 1]
+    for i, s in enumerate(sc.kube_queues):
+        if s.scheduler != "kueue" and (s.jobs or s.team_label):
+            problems.append(
+                f"service.kube_queues[{i}].jobs: the job feed reads Kueue Workloads; {s.scheduler} has none"
+            )
+    return problems
 
 
 CHECKS: tuple[Callable[[Config], list[str]], ...] = (

@@ -54,6 +54,11 @@ class KubeQueueConfig:
     cluster: str = req("cluster name the snapshots are stored under (as rules and teams name it)")
     kueue_version: str = opt("v1beta2", "Kueue API version: v1beta2, or v1beta1 before Kueue 0.15")
     interval: timedelta = opt(timedelta(minutes=5), "time between snapshots of the queues' GPU limits")
+    jobs: bool = opt(False, "kueue only: also read every Workload as a job record at each snapshot (the job feed)")
+    team_label: str = opt(
+        "", "kueue jobs: the Workload label whose value is the job's account; empty, or a Workload without it:"
+        " the job's ClusterQueue is its account"
+    )
 
 
 Role = Literal["viewer", "operator", "approver", "admin"]
