@@ -8,7 +8,8 @@ job decides for it; jobs no policy covers are not listed.
 
 The conditions:
 - idle: every GPU the job holds is idle now (sla.reclaim_idle) and has been for `idle_for`;
-- idle_while_waiting: the same, while other jobs wait for GPUs in its cluster at `now`;
+- idle_while_waiting: the same, while other jobs wait for GPUs in its cluster at `now` that could use its
+  GPUs: in its partition and for its GPU type, where both records say them (`waiting_for`);
 - no_traffic: an online-inference replica of a service without requests for `idle_for`
   (sla.reclaim_inference), beyond the replicas the policy keeps and the protection-line reserve.
 """
@@ -64,6 +65,41 @@ def classified_running(inputs: ReclaimInputs, config: Config) -> pl.DataFrame:
     ).sort("cluster", "start_time", "job_id")
 
 
+_Waiting = tuple[frozenset[str] | None, frozenset[str] | None, int]  # partitions, GPU types (None: any), GPUs
+
+
+def _choices(value: Any) -> frozenset[str] | None:
+    """A comma-separated list (`gpu,gpu-long`, as Slurm writes a job's partitions) as a set; None: not said."""
+    names = frozenset(p.strip() for p in str(value).split(",") if p.strip()) if value is not None else frozenset()
+    return names or None
+
+
+def waiting_by_cluster(waiting: pl.DataFrame) -> dict[str, list[_Waiting]]:
+    """The jobs waiting for GPUs, per cluster, with the partitions and GPU types they can use."""
+    out: dict[str, list[_Waiting]] = {}
+    wanting = waiting.filter(pl.col("gpus_requested").fill_null(0) > 0)
+    for r in wanting.select("cluster", "partition", "gpu_type", "gpus_requested").iter_rows(named=True):
+        out.setdefault(r["cluster"], []).append(
+            (_choices(r["partition"]), _choices(r["gpu_type"]), int(r["gpus_requested"])))
+    return out
+
+
+def waiting_for(job: Mapping[str, Any], waiting: list[_Waiting]) -> tuple[int, int]:
+    """(jobs, GPUs) waiting in the job's cluster that could use its GPUs: a waiting job whose partitions
+    include the job's partition and whose GPU type is the job's. Where either record does not say (a
+    null partition or GPU type), that side is not compared: waiting counts per cluster, as before."""
+    partitions, types = _choices(job.get("partition")), _choices(job.get("gpu_type"))
+    jobs = gpus = 0
+    for wants_partition, wants_type, n in waiting:
+        if partitions is not None and wants_partition is not None and not partitions & wants_partition:
+            continue
+        if types is not None and wants_type is not None and not types & wants_type:
+            continue
+        jobs += 1
+        gpus += n
+    return jobs, gpus
+
+
 def _covered(running: pl.DataFrame, config: Config) -> list[tuple[dict[str, Any], ReclaimPolicy]]:
     out = []
     for job in running.iter_rows(named=True):
@@ -114,10 +150,7 @@ def _by_minutes(
     now = naive_utc(inputs.now)
     start = naive_utc(inputs.window_start)
     idleness = {(r["cluster"], r["job_id"]): r for r in job_idleness(inputs.gpu_minutes, now, config.idle).to_dicts()}
-    waiting = inputs.waiting.filter(pl.col("gpus_requested").fill_null(0) > 0).group_by("cluster").agg(
-        pl.len().cast(pl.Int64).alias("jobs"), pl.col("gpus_requested").cast(pl.Int64).sum().alias("gpus")
-    )
-    queue = {r["cluster"]: (r["jobs"], r["gpus"]) for r in waiting.to_dicts()}
+    queue = waiting_by_cluster(inputs.waiting)
     rows = []
     for job, policy in covered:
         state = idleness.get((job["cluster"], job["_id"]))
@@ -130,7 +163,7 @@ def _by_minutes(
         elif state["busy_gpus"] > 0 or state["idle_since"] is None:
             rows.append(_row(job, policy, reason="busy", **source))
         else:
-            jobs, gpus = queue.get(job["cluster"], (0, 0))
+            jobs, gpus = waiting_for(job, queue.get(job["cluster"], []))
             extra: dict[str, Any] = {**source}
             if policy.when == "idle_while_waiting":
                 extra.update(waiting_jobs=jobs, waiting_gpus=gpus)

@@ -3,7 +3,7 @@
 The frames are the warehouse's (gpusteward.tables) cut around `now`:
 - running: JOBS records running at `now` (started, not ended); optional extra columns `labels`
   (a struct or a map of label -> value) and `reservation`, where the scheduler records them
-- waiting: jobs waiting for GPUs at `now` (WAITING_JOBS)
+- waiting: jobs waiting for GPUs at `now` (WAITING_JOBS), with the partitions and GPU type they can use
 - gpu_minutes: GPU_MINUTES rows with ts in [window_start, now)
 - inference_windows: INFERENCE_WINDOWS rows with ts in (window_start, now]
 - warned: the latest warning of each job's current run per policy (WARNED), from the reclaim ledger
@@ -22,7 +22,13 @@ import polars as pl
 from gpusteward.config.schema import Config
 from gpusteward.tables import TS, schema
 
-WAITING_JOBS = schema({"cluster": pl.Utf8, "job_id": pl.Int64, "gpus_requested": pl.Int32})
+WAITING_JOBS = schema({
+    "cluster": pl.Utf8, "job_id": pl.Int64, "gpus_requested": pl.Int32,
+    "partition": pl.Utf8,  # the partitions it may run in (Slurm: comma-separated); null: not said, any
+    "gpu_type": pl.Utf8,  # the GPU model it asks for (comma-separated when several); null: not said, any
+})
+"""Who waits: `partition` and `gpu_type` say where it can run, so an idle job is reclaimed only for jobs that
+could take its GPUs (sla.reclaim.waiting_for); a record that does not say matches every job of the cluster."""
 WARNED = schema({"cluster": pl.Utf8, "job_id": pl.Utf8, "policy": pl.Utf8, "warned_at": TS, "run_start": TS})
 """`run_start`: the start of the run the warning was about (null: any run); a warning about an earlier run
 of a requeued job does not count for the current one."""

@@ -44,14 +44,16 @@ def reclaim_inputs(wh: Warehouse, now: datetime, lookback: timedelta) -> Reclaim
     # latest live queue snapshot of each cluster when it is recent. A job in both counts once.
     from_records = _read(
         wh,
-        "SELECT cluster, job_id, gpus_requested FROM jobs WHERE coalesce(eligible_time, submit_time) <= ?"
+        "SELECT cluster, job_id, gpus_requested, partition, gpu_type FROM jobs"
+        " WHERE coalesce(eligible_time, submit_time) <= ?"
         " AND (start_time IS NULL OR start_time > ?) AND (end_time IS NULL OR end_time > ?)",
         [at, at, at],
         WAITING_JOBS,
     )
     from_queue = _read(
         wh,
-        "SELECT p.cluster, p.job_id, p.gpus_requested FROM pending_jobs p JOIN ("
+        "SELECT p.cluster, p.job_id, p.gpus_requested, p.partition, NULL::VARCHAR AS gpu_type"  # squeue: no type
+        " FROM pending_jobs p JOIN ("
         "  SELECT cluster, max(ts) AS ts FROM pending_jobs WHERE ts <= ? AND ts > ? GROUP BY cluster"
         ") latest USING (cluster, ts)",
         [at, at - PENDING_SNAPSHOT_AGE],
