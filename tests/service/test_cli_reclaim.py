@@ -65,7 +65,7 @@ def test_the_plan_in_english_says_what_would_happen_and_why(tmp_path: Path) -> N
         "  east job 1 (team nlp, Interactive, user ana): 1 GPUs, idle since 2026-03-01 01:00 at the latest"
         " (3h or more)",
         "    policy notebooks (idle while others wait): cancel, shadow mode (recorded, never done)",
-        "    1 jobs wait for 2 GPUs in the cluster",
+        "    1 jobs that could use its GPUs wait for 2 GPUs",
         "    warn the owner now (due since 2026-03-01 03:00); action due 2026-03-01 05:00",
         "Left alone (2):",
         "  east job 2 (team nlp, Training, user u): 1 GPUs",

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from gpusteward.config import load_config_text
-from gpusteward.errors import ConfigError, PermanentError
+from gpusteward.errors import ConfigError, InputError, PermanentError
 from service.kube_queue import kube_sources
 from service.serve import settings_from_config
 from tests.collectors.kube.objects import serving_recorded
@@ -101,3 +101,26 @@ cluster = "k"
 """
     with pytest.raises(ConfigError, match=r"service.kube_queues\[0\].name: duplicate live source 'prod'"):
         load_config_text(text)
+
+
+def test_the_kueue_job_feed_stores_each_workload_once_through_the_spool(
+    kube: tuple[FakeKube, str], wh: Warehouse, tmp_path: Path
+) -> None:
+    """`jobs = true`: every turn lists the Workloads too; two hours of 30-minute turns store one record per
+    Workload (the writer's job upsert), beside the queue snapshots of each turn. A turn that meets a malformed
+    Workload stores nothing, its queue snapshot included, and names the Workload."""
+    fake, url = kube
+    text = _config(url, tmp_path).replace('interval = "30m"', 'interval = "30m"\njobs = true\nteam_label = "team"')
+    config = load_config_text(text, base_dir=str(tmp_path))
+    kueue = kube_sources(config, env={})[0]
+    _serve_for(kueue, wh, hours=2, interval=kueue.spec.interval)
+    jobs = wh.query("SELECT job_ref, state, partition FROM jobs ORDER BY job_ref")
+    assert jobs.rows() == [
+        ("default/admitted", "RUNNING", "cluster-queue"), ("default/evicted", "PENDING", "tas-cluster-queue"),
+        ("default/inadmissible", "PENDING", "tas-cluster-queue"), ("default/pending", "PENDING", "tas-cluster-queue"),
+    ]
+    turns = wh.query("SELECT count(DISTINCT ts) AS n FROM quota_snapshots WHERE cluster = 'k8s'")["n"][0]
+    assert turns == 4
+    fake.objects["/apis/kueue.x-k8s.io/v1beta2/namespaces/default/workloads/pending"]["status"] = ["not", "a status"]
+    with pytest.raises(InputError, match=r"Workload default/pending: status: expected an object"):
+        kueue.collect(T0 + timedelta(hours=3))

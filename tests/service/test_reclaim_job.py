@@ -285,10 +285,10 @@ token_file = "token"
 def _replay_world(opened: Warehouse, *, waiting: bool) -> None:
     """Five hours of a small pool: notebook 1 idle, busy for five minutes at 01:20, idle again; training job 3
     idle throughout; notebook 4 idle until its host goes silent at 01:40; notebook 6 busy. With `waiting`, job
-    7 waits for a GPU from 02:10 to 03:20 (idle_while_waiting)."""
+    7 waits for a GPU of the notebooks' partition from 02:10 to 03:20 (idle_while_waiting)."""
     jobs = [notebook(1, time_limit_min=600), trainer(3, time_limit_min=600), notebook(4), notebook(6)]
     if waiting:
-        jobs.append(job(7, submit=130, start=200, end=None, state="RUNNING"))
+        jobs.append(job(7, partition="interactive", submit=130, start=200, end=None, state="RUNNING"))
     minutes = pl.concat([
         _minutes(1, [IDLE] * 80 + [BUSY] * 5 + [IDLE] * 215, host="h1", start=0),
         _minutes(3, [IDLE] * 300, host="h3", start=0),
