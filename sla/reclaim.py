@@ -100,6 +100,37 @@ def waiting_for(job: Mapping[str, Any], waiting: list[_Waiting]) -> tuple[int, i
     return jobs, gpus
 
 
+def workload_minutes(gpu_minutes: pl.DataFrame, jobs: list[dict[str, Any]]) -> pl.DataFrame:
+    """GPU-minutes with the pods of a Kueue Workload named after the Workload. dcgm-exporter labels a pod's
+    GPUs `namespace/pod`, and the pods of a Job are named `<job name>-<suffix>`; a Workload's record names its
+    Job (`name`, the owner) and itself (`job_ref`). A minute whose pod is in the Workload's namespace and
+    named `<its job name>-...` (the longest such name when several match) is the Workload's; minutes already
+    labelled with a Workload's `namespace/name` and every other minute (Slurm ids) are left as they are."""
+    owners: dict[tuple[str, str], list[tuple[str, str]]] = {}
+    for job in jobs:
+        ref = job.get("job_ref")
+        if ref and job.get("name"):
+            namespace = str(ref).partition("/")[0]
+            owners.setdefault((job["cluster"], namespace), []).append((f"{namespace}/{job['name']}-", str(ref)))
+    if not owners or gpu_minutes.is_empty():
+        return gpu_minutes
+    refs = {ref for pods in owners.values() for _, ref in pods}
+    mapped = []
+    for cluster, label in gpu_minutes.select("cluster", "job_id").unique().drop_nulls().iter_rows():
+        if label in refs:
+            continue
+        found = sorted((p for p in owners.get((cluster, label.partition("/")[0]), []) if label.startswith(p[0])),
+                       key=lambda p: len(p[0]), reverse=True)
+        if found:
+            mapped.append((cluster, label, found[0][1]))
+    if not mapped:
+        return gpu_minutes
+    renames = pl.DataFrame(mapped, schema={"cluster": pl.Utf8, "job_id": pl.Utf8, "_workload": pl.Utf8},
+                           orient="row")
+    return gpu_minutes.join(renames, on=["cluster", "job_id"], how="left").with_columns(
+        pl.coalesce("_workload", "job_id").alias("job_id")).drop("_workload")
+
+
 def _covered(running: pl.DataFrame, config: Config) -> list[tuple[dict[str, Any], ReclaimPolicy]]:
     out = []
     for job in running.iter_rows(named=True):
@@ -149,7 +180,8 @@ def _by_minutes(
 ) -> list[dict[str, Any]]:
     now = naive_utc(inputs.now)
     start = naive_utc(inputs.window_start)
-    idleness = {(r["cluster"], r["job_id"]): r for r in job_idleness(inputs.gpu_minutes, now, config.idle).to_dicts()}
+    minutes = workload_minutes(inputs.gpu_minutes, [job for job, _ in covered])
+    idleness = {(r["cluster"], r["job_id"]): r for r in job_idleness(minutes, now, config.idle).to_dicts()}
     queue = waiting_by_cluster(inputs.waiting)
     rows = []
     for job, policy in covered:
