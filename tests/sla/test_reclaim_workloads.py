@@ -3,6 +3,7 @@ Job's pods are named after the Job, which the Workload's record names (`name`)."
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
 from gpusteward.tables import GPU_MINUTES
@@ -34,7 +35,7 @@ def test_a_workload_is_idle_only_when_every_pod_gpu_is() -> None:
     """Two pods of one 2-GPU notebook Workload: idle on both, it is a candidate; one pod busy, it is busy; one
     pod silent, its data is partial (no data is never idle)."""
 
-    def plan(second: list[float | None]) -> tuple[Any, ...]:
+    def plan(second: Sequence[float | None]) -> tuple[Any, ...]:
         gpu_rows = [*minutes("default/lab-a1b2c", ALL_IDLE, host="n1"),
                     *minutes("default/lab-d3e4f", second, host="n2")]
         inputs = reclaim_inputs(running=[_workload(1, "default/job-lab-1", "lab", 2)], gpu_minutes=gpu_rows,
