@@ -106,21 +106,21 @@ cluster = "k"
 def test_the_kueue_job_feed_stores_each_workload_once_through_the_spool(
     kube: tuple[FakeKube, str], wh: Warehouse, tmp_path: Path
 ) -> None:
-    """`jobs = true`: every turn lists the Workloads too; two hours of 30-minute turns store one record per
+    """`jobs = true`: every turn lists the Workloads too; an hour of 30-minute turns stores one record per
     Workload (the writer's job upsert), beside the queue snapshots of each turn. A turn that meets a malformed
     Workload stores nothing, its queue snapshot included, and names the Workload."""
     fake, url = kube
     text = _config(url, tmp_path).replace('interval = "30m"', 'interval = "30m"\njobs = true\nteam_label = "team"')
     config = load_config_text(text, base_dir=str(tmp_path))
     kueue = kube_sources(config, env={})[0]
-    _serve_for(kueue, wh, hours=2, interval=kueue.spec.interval)
+    _serve_for(kueue, wh, hours=1, interval=kueue.spec.interval)
     jobs = wh.query("SELECT job_ref, state, partition FROM jobs ORDER BY job_ref")
     assert jobs.rows() == [
         ("default/admitted", "RUNNING", "cluster-queue"), ("default/evicted", "PENDING", "tas-cluster-queue"),
         ("default/inadmissible", "PENDING", "tas-cluster-queue"), ("default/pending", "PENDING", "tas-cluster-queue"),
     ]
     turns = wh.query("SELECT count(DISTINCT ts) AS n FROM quota_snapshots WHERE cluster = 'k8s'")["n"][0]
-    assert turns == 4
+    assert turns == 2
     fake.objects["/apis/kueue.x-k8s.io/v1beta2/namespaces/default/workloads/pending"]["status"] = ["not", "a status"]
     with pytest.raises(InputError, match=r"Workload default/pending: status: expected an object"):
         kueue.collect(T0 + timedelta(hours=3))

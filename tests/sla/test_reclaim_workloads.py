@@ -35,12 +35,14 @@ def test_a_workload_is_idle_only_when_every_pod_gpu_is() -> None:
     """Two pods of one 2-GPU notebook Workload: idle on both, it is a candidate; one pod busy, it is busy; one
     pod silent, its data is partial (no data is never idle)."""
 
+    config = reclaim_config()
+
     def plan(second: Sequence[float | None]) -> tuple[Any, ...]:
         gpu_rows = [*minutes("default/lab-a1b2c", ALL_IDLE, host="n1"),
                     *minutes("default/lab-d3e4f", second, host="n2")]
         inputs = reclaim_inputs(running=[_workload(1, "default/job-lab-1", "lab", 2)], gpu_minutes=gpu_rows,
                                 waiting_jobs=waiting(4))
-        row = reclaim_plan(inputs, reclaim_config()).row(0, named=True)
+        row = reclaim_plan(inputs, config).row(0, named=True)
         return row["job_id"], row["job"], row["verdict"], row["reason"]
 
     assert plan(ALL_IDLE) == ("default/job-lab-1", "default/job-lab-1", "candidate", None)
