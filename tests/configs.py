@@ -29,3 +29,16 @@ def example_config_with(folder: Path, extra: str) -> str:
     path = folder / "gpusteward.toml"
     path.write_text(Path(example_config_path()).read_text(encoding="utf-8") + "\n" + extra, encoding="utf-8")
     return str(path)
+
+
+def example_config_markdown_reviews(folder: Path) -> Path:
+    """The example config written into `folder`, its reviews as Markdown only: for service tests that
+    trigger a review to test the service, not the rendering (two PDFs took most of a minute; the formats
+    are tested on the demo month)."""
+    text = Path(example_config_path()).read_text(encoding="utf-8")
+    formats = 'formats = ["md", "html", "pdf"]\n'
+    assert formats in text, "the example config's [reports] formats changed"
+    folder.mkdir(parents=True, exist_ok=True)
+    path = folder / "gpusteward.toml"
+    path.write_text(text.replace(formats, 'formats = ["md"]\n'), encoding="utf-8")
+    return path

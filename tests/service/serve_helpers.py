@@ -14,11 +14,12 @@ from pathlib import Path
 from collectors.dcgm import gpu_minutes
 from collectors.exposition import parse_text
 from gpusteward.clock import FakeClock
-from gpusteward.config import example_config_path, load_config
+from gpusteward.config import load_config
 from service.jobs import JobResult
 from service.serve import ServeSettings, Service
 from service.tasks import Shared
 from simulator.serve import LiveFleet
+from tests.configs import example_config_markdown_reviews
 from warehouse import Warehouse
 from warehouse.readmodel import ReadModel, load_read_model
 
@@ -88,7 +89,7 @@ class ServedDay:
 def start_service(root: Path, staging: Path) -> ServedDay:
     """Start the service in a thread; its sleep advances a FakeClock until END, then waits in real time."""
     root.mkdir(parents=True, exist_ok=True)
-    shutil.copyfile(example_config_path(), root / "gpusteward.toml")
+    example_config_markdown_reviews(root)
     config = load_config(root / "gpusteward.toml")
     incoming = root / "incoming"
     incoming.mkdir()

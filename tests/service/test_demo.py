@@ -136,11 +136,12 @@ def test_importing_the_same_files_again_changes_no_row_count(demo_dir: Path) -> 
     db, config = str(demo_dir / "gpusteward.duckdb"), str(demo_dir / "gpusteward.toml")
     before = json.loads(run("status", "--config", config, "--db", db, "--json").output)["tables"]
     data = demo_dir / "data"
-    # Every kind of file, and the telemetry of each cluster's first and last day: the whole month's
-    # telemetry again would add minutes of run time and no case these files do not already cover.
-    days = [sorted(cluster.iterdir()) for cluster in sorted((data / "dcgm").iterdir())]
+    # Every kind of file: the scheduler's whole, and the GPU and inference telemetry of each cluster's first
+    # and last day: the whole month's telemetry again would add a minute of run time and no case these
+    # files do not already cover.
+    days = [sorted(cluster.iterdir()) for kind in ("dcgm", "vllm") for cluster in sorted((data / kind).iterdir())]
     telemetry = [str(day) for cluster_days in days for day in (cluster_days[0], cluster_days[-1])]
-    others = [str(data / kind) for kind in ("slurm", "vllm") if (data / kind).exists()]
+    others = [str(data / "slurm")]
     again = run("import", "--config", config, "--db", db, *others, *telemetry)
     assert again.exit_code == 0, again.output
     assert "new rows: " in again.output

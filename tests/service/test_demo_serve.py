@@ -21,7 +21,8 @@ STARTUP_LINES = 400  # the demo's own summary comes first
 
 def test_demo_serve_prints_working_urls_and_stops(tmp_path: Path) -> None:
     command = [sys.executable, "-c", "from service.cli import main; main()",
-               "demo", "--out", str(tmp_path / "demo"), "--days", "2", "--serve"]
+               # The smallest fleet (a node per cluster) for a day: the test is about --serve, not the month.
+               "demo", "--out", str(tmp_path / "demo"), "--days", "1", "--nodes", "2", "--serve"]
     process = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
     assert process.stdout is not None
     try:
