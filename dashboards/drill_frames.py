@@ -58,6 +58,14 @@ def state_text(tx: Texts, state: object) -> str:
     return tx(key) if key in tx.messages else name or "—"
 
 
+def wait_text(tx: Texts, wait_s: object, first_start: object) -> str:
+    """A job's queue wait in the month: its runs started in the month count, as in the jobs table; a job
+    whose runs all started before the month waited then, which is said instead of "no data"."""
+    if wait_s is None and first_start is not None:
+        return tx("job.wait_before_month")
+    return tx.fmt.quantity(Quantity(wait_s if isinstance(wait_s, int | float) else None, "duration"))
+
+
 def exit_text(tx: Texts, code: object, signal: object) -> str:
     """sacct's `code:signal` as words: the return code, or the signal that ended the job."""
     if isinstance(signal, int) and signal:

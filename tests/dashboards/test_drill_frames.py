@@ -177,3 +177,26 @@ def test_a_big_cluster_is_drawn_a_block_of_gpus_at_a_time() -> None:
     assert hm.block_of(cells, 0)["row"].n_unique() == hm.ROWS_PER_CHART
     small = hm.cells(inventory.head(16), _buckets().head(0), "east", date(2026, 11, 10), "UTC")
     assert hm.blocks(small) == [(1, 16)]
+
+
+@pytest.mark.parametrize("lang", ["en", "zh"])
+def test_a_job_running_since_before_the_month_says_so_instead_of_no_data(lang: str) -> None:
+    from dashboards.drill_frames import wait_text
+    from dashboards.texts import Texts
+    from reports.model import Quantity
+
+    # 20010 submitted and started in October, still running: its wait fell before the month's window.
+    october = RECORDS.with_columns(
+        pl.when(pl.col("job_id") == 20010).then(pl.lit(datetime(2026, 10, 28))).otherwise(pl.col(c)).alias(c)
+        for c in ("submit_time", "eligible_time", "start_time")
+    )
+    rows = job_frames.job_rows(october, pl.DataFrame(schema=IDLE_BY_JOB), pl.DataFrame(schema=LEDGER),
+                               drill_config(), job_frames.window(MONTH, {}))
+    tx = Texts(lang)
+    running = rows.filter(pl.col("job_id") == 20010).row(0, named=True)
+    assert running["wait_s"] is None
+    assert wait_text(tx, running["wait_s"], running["first_start"]) == tx("job.wait_before_month")
+    requeued = rows.filter(pl.col("job_id") == 20011).row(0, named=True)
+    assert wait_text(tx, requeued["wait_s"], requeued["first_start"]) == tx.fmt.quantity(
+        Quantity(2 * 3600 + 50 * 60, "duration"))
+    assert wait_text(tx, None, None) == tx.fmt.quantity(Quantity(None, "duration"))  # never started: no data
