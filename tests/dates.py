@@ -81,7 +81,7 @@ def run(moment: Moment, pytest_args: list[str]) -> int:
     # sitecustomize imports time_machine before pytest starts, too early for its plugin's assert rewriting.
     early = "ignore:Module already imported so cannot be rewritten; time_machine:pytest.PytestAssertRewriteWarning"
     quiet = ["-W", early]
-    workers = ["-n", os.environ.get("GPUSTEWARD_TEST_WORKERS", "2"), "--dist", "loadscope"]
+    workers = ["-n", os.environ.get("GPUSTEWARD_TEST_WORKERS", "3"), "--dist", "loadscope"]
     command = [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", *quiet, "-q", "--no-header", *workers,
                *pytest_args, *(SWEEP if moment.whole else [t for t in SWEEP if t not in HEAVY])]
     left_out = "" if moment.whole else "; the HEAVY ones left out"

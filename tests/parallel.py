@@ -1,8 +1,9 @@
 """Keep tests that share an expensive fixture on one pytest-xdist worker.
 
-`./dev test` runs the suite on two workers (`-n 2`): much of its time is spent waiting on servers,
-browsers and child processes, so a second worker uses the idle core. A session fixture (the demo
-month, a real Slurm, a served day) must then be built once, not once per worker, and a module's
+`./dev test` runs the suite on three workers (`-n 3`) on two cores: much of its time is spent waiting
+on servers, browsers and child processes, so more workers than cores keep both busy (docs/testing.md).
+A session fixture (the demo month, a real Slurm, a served day) must then be built once, not once per
+worker, and a module's
 fixtures once per module. So a work unit is not a test but a group: the connected component of the
 test modules linked by a shared session or package fixture; a module on its own is its own group.
 
