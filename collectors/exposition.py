@@ -21,6 +21,7 @@ from __future__ import annotations
 import gc
 from collections.abc import Iterable, Iterator
 
+from collectors.exposition_batch import MIN_BATCH, MIN_RUN, feed_openmetrics
 from collectors.exposition_text import TextFamilies, parse_text_line
 from collectors.labels import METRIC_NAME, LabelError, scan_openmetrics
 from collectors.numbers import NO_TIMESTAMP, om_timestamp_ms, om_value
@@ -63,6 +64,10 @@ class ExpositionParser:
         self._prev_sid = -1
         self._prev_ts = NO_TIMESTAMP
         self._prev_rule: Rule | None = None
+        # Batches of at least `min_batch` lines try the columnar path for runs of `min_run` lines of
+        # one series (collectors/exposition_batch.py); tests lower both to exercise it on small inputs.
+        self.min_batch = MIN_BATCH
+        self.min_run = MIN_RUN
 
     def feed(self, lines: Iterable[str]) -> None:
         """Parse more lines. Each line is given without its trailing newline."""
@@ -75,7 +80,9 @@ class ExpositionParser:
         enabled = gc.isenabled()
         gc.disable()
         try:
-            if self.openmetrics:
+            if self.openmetrics and isinstance(lines, list) and len(lines) >= self.min_batch:
+                feed_openmetrics(self, lines, self.min_run)
+            elif self.openmetrics:
                 self._feed_om(lines)
             else:
                 self._feed_text(lines)
