@@ -7,6 +7,13 @@ known label block skips label parsing. Any line the fast path is not sure about 
 full parser, which is the reference: the fast path only ever accepts what the full parser would
 accept, with the same result.
 
+OpenMetrics batches of `min_batch` lines or more (a file's, as `collectors.bounded.lines` reads it)
+first go through the columnar path of collectors/exposition_batch.py: in a dump each series' samples
+come as one run of lines with the same series text, so a run's series is looked up and its family's
+rules entered once, and its values and timestamps are read and checked as arrays (about 5x the
+per-line path on a day dump; docs/performance.md, "Parse"). Whatever it is not sure of it hands to
+the per-line path, line by line from the first line in doubt, so samples and errors are the same.
+
 Names are kept as exposed: a counter called `DCGM_FI_DEV_TOTAL_ENERGY_CONSUMPTION` stays so (unlike
 prometheus_client, which appends `_total`). Timestamps become integer milliseconds. Exemplars are
 validated and dropped. Errors raise `InputError` naming the source and the line.

@@ -101,7 +101,7 @@ def documents(draw: st.DrawFn) -> list[str]:
     return lines
 
 
-_SETTINGS = settings(max_examples=400, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+_SETTINGS = settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 
 
 @_SETTINGS
@@ -116,7 +116,7 @@ def test_batch_path_equals_the_per_line_path(lines: list[str], cuts: list[int], 
         assert _parse(lines, cuts, batch=True, min_run=min_run, cache=cache)[1] == expected[1]
 
 
-@settings(max_examples=50, deadline=None)
+@settings(max_examples=30, deadline=None)
 @given(
     seed=st.integers(0, 1000),
     cut=st.integers(1, 400),
