@@ -37,6 +37,7 @@ if TYPE_CHECKING:
 
 MIN_BATCH = 512  # smaller batches (a scrape, a test document) are cheaper line by line
 MIN_RUN = 32  # shorter runs are left to the per-line path
+_MAX_MISSES = 4
 _NUMBER_BYTES = b"0123456789.eE+-"  # an OpenMetrics realnumber's characters, as the per-line path takes them
 _TS_LIMIT = 2.0**62  # milliseconds; beyond, the per-line path saturates at the int64 ends
 _SCHEMA = {"v": pl.Float64, "t": pl.Float64}
@@ -52,8 +53,9 @@ def find_runs(lines: list[str], min_run: int = MIN_RUN) -> list[Run]:
     runs: list[Run] = []
     n = len(lines)
     skip = max(1, min_run // 2)  # where no run starts, probe every `skip` lines, not every line
+    misses = 0  # runs the probes guessed but `min`/`max` disproved: each costs a pass over its lines
     i = 0
-    while i + min_run <= n:
+    while i + min_run <= n and misses < _MAX_MISSES:
         line = lines[i]
         last = line.rfind(" ")
         cut = line.rfind(" ", 0, last) if last > 0 else -1
@@ -64,7 +66,9 @@ def find_runs(lines: list[str], min_run: int = MIN_RUN) -> list[Run]:
         end = _run_end(lines, i + min_run, prefix)
         block = lines[i:end]
         if not (min(block).startswith(prefix) and max(block).startswith(prefix)):
-            # The probes skipped a line of another series: keep only the contiguous part.
+            # The probes skipped a line of another series: keep only the contiguous part. Input
+            # built to fool the probes gets a few such passes, then its batch goes line by line.
+            misses += 1
             end = next(j for j in range(i + 1, end) if not lines[j].startswith(prefix))
             if end - i < min_run:
                 i += skip
