@@ -7,6 +7,13 @@ known label block skips label parsing. Any line the fast path is not sure about 
 full parser, which is the reference: the fast path only ever accepts what the full parser would
 accept, with the same result.
 
+OpenMetrics batches of `min_batch` lines or more (a file's, as `collectors.bounded.lines` reads it)
+first go through the columnar path of collectors/exposition_batch.py: in a dump each series' samples
+come as one run of lines with the same series text, so a run's series is looked up and its family's
+rules entered once, and its values and timestamps are read and checked as arrays (about 5x the
+per-line path on a day dump; docs/performance.md, "Parse"). Whatever it is not sure of it hands to
+the per-line path, line by line from the first line in doubt, so samples and errors are the same.
+
 Names are kept as exposed: a counter called `DCGM_FI_DEV_TOTAL_ENERGY_CONSUMPTION` stays so (unlike
 prometheus_client, which appends `_total`). Timestamps become integer milliseconds. Exemplars are
 validated and dropped. Errors raise `InputError` naming the source and the line.
@@ -21,6 +28,7 @@ from __future__ import annotations
 import gc
 from collections.abc import Iterable, Iterator
 
+from collectors.exposition_batch import MIN_BATCH, MIN_RUN, feed_openmetrics
 from collectors.exposition_text import TextFamilies, parse_text_line
 from collectors.labels import METRIC_NAME, LabelError, scan_openmetrics
 from collectors.numbers import NO_TIMESTAMP, om_timestamp_ms, om_value
@@ -63,6 +71,10 @@ class ExpositionParser:
         self._prev_sid = -1
         self._prev_ts = NO_TIMESTAMP
         self._prev_rule: Rule | None = None
+        # Batches of at least `min_batch` lines try the columnar path for runs of `min_run` lines of
+        # one series (collectors/exposition_batch.py); tests lower both to exercise it on small inputs.
+        self.min_batch = MIN_BATCH
+        self.min_run = MIN_RUN
 
     def feed(self, lines: Iterable[str]) -> None:
         """Parse more lines. Each line is given without its trailing newline."""
@@ -75,7 +87,9 @@ class ExpositionParser:
         enabled = gc.isenabled()
         gc.disable()
         try:
-            if self.openmetrics:
+            if self.openmetrics and isinstance(lines, list) and len(lines) >= self.min_batch:
+                feed_openmetrics(self, lines, self.min_run)
+            elif self.openmetrics:
                 self._feed_om(lines)
             else:
                 self._feed_text(lines)
