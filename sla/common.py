@@ -7,7 +7,7 @@ built-ins do.
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from typing import Any
@@ -206,13 +206,23 @@ def results_frame(rows: Iterable[dict[str, Any]]) -> pl.DataFrame:
 
 def classified_jobs(inputs: EvaluationInputs, config: Config) -> pl.DataFrame:
     """The month's job records with `scenario` and `team`; tolerant of frames missing optional columns.
-    Computed once per inputs and config (`inputs.classified_cache`)."""
-    for seen, frame in inputs.classified_cache:
+    Computed once per inputs and config (`per_config`)."""
+    return per_config(inputs, config, "classified_jobs", lambda: with_shared_gpus(
+        classify_jobs(config, conform(inputs.jobs, JOBS)), config.capacity.shared))
+
+
+def per_config(
+    inputs: EvaluationInputs, config: Config, name: str, compute: Callable[[], pl.DataFrame]
+) -> pl.DataFrame:
+    """`compute()`'s frame, once per inputs, config (by identity) and `name` (`inputs.derived_cache`);
+    `compute` must depend on nothing else. A caller trying many configs keeps the last four."""
+    held = inputs.derived_cache.setdefault(name, [])
+    for seen, frame in held:
         if seen is config:
             return frame
-    jobs = with_shared_gpus(classify_jobs(config, conform(inputs.jobs, JOBS)), config.capacity.shared)
-    inputs.classified_cache[:] = [*inputs.classified_cache[-3:], (config, jobs)]  # a caller trying configs keeps 4
-    return jobs
+    frame = compute()
+    held[:] = [*held[-3:], (config, frame)]
+    return frame
 
 
 def with_overlap(jobs: pl.DataFrame, window: Window) -> pl.DataFrame:

@@ -21,7 +21,7 @@ import polars as pl
 
 from gpusteward.config.schema import Config
 from gpusteward.domain import Scenario
-from sla.common import base_state, classified_jobs, ended_in, started_in, window_of
+from sla.common import base_state, classified_jobs, ended_in, per_config, started_in, window_of
 from sla.inputs import EvaluationInputs
 from sla.results import LEDGER
 
@@ -96,7 +96,11 @@ def gainers(preempted: pl.DataFrame, jobs: pl.DataFrame) -> pl.DataFrame:
 
 
 def ledger(inputs: EvaluationInputs, config: Config) -> pl.DataFrame:
-    """LEDGER rows of the window, in time order."""
+    """LEDGER rows of the window, in time order (built once per inputs and config: `per_config`)."""
+    return per_config(inputs, config, "ledger", lambda: _ledger(inputs, config))
+
+
+def _ledger(inputs: EvaluationInputs, config: Config) -> pl.DataFrame:
     window = window_of(inputs)
     jobs = classified_jobs(inputs, config).with_columns(base_state().alias("_state"))
     gpus = pl.col("gpus_allocated").fill_null(0)
