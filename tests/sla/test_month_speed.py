@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import replace
+from typing import Any
 
 import polars as pl
 
@@ -47,7 +48,9 @@ def test_events_within_counts_as_the_plain_loop() -> None:
     slo = objective_for(config(), "training", "queue_wait_p95")
     assert slo is not None
     t = slo.threshold
-    for values in ([], [None], [math.nan, 1.0], [t, t + 1e-9, t - 1e-9, None, 0.0], [float(i) for i in range(5000)]):
+    cases: list[list[Any]] = [[], [None], [math.nan, 1.0], [t, t + 1e-9, t - 1e-9, None, 0.0],
+                              [float(i) for i in range(5000)]]
+    for values in cases:  # None among the values: the list frames' nulls (s["waits"])
         assert events_within(values, slo) == _plain(values, t)
         assert events_within(tuple(values), slo) == _plain(values, t)
         assert events_within(iter(values), slo) == _plain(values, t)
