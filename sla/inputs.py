@@ -61,3 +61,9 @@ class EvaluationInputs:
     minute_digest: MinuteDigest | None = None
     rolling: timedelta | None = None  # judge over this rolling window ending at the month's window end
     digest_cache: dict[IdleConfig, MinuteDigest] = field(default_factory=dict, init=False, compare=False, repr=False)
+    # sla.common.per_config: frames derived from these inputs and a config (held with it, compared by
+    # identity) by name, so the month's dozen evaluators and lines classify the records once, and the
+    # ledger (read by the month and by the inference-preemption line) is built once.
+    derived_cache: dict[str, list[tuple[object, pl.DataFrame]]] = field(
+        default_factory=dict, init=False, compare=False, repr=False
+    )

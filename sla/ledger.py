@@ -21,7 +21,7 @@ import polars as pl
 
 from gpusteward.config.schema import Config
 from gpusteward.domain import Scenario
-from sla.common import base_state, classified_jobs, ended_in, started_in, window_of
+from sla.common import base_state, classified_jobs, ended_in, per_config, started_in, window_of
 from sla.inputs import EvaluationInputs
 from sla.results import LEDGER
 
@@ -51,23 +51,37 @@ def expand_hostlist(text: str | None) -> list[str]:
     return hosts
 
 
+def with_hosts(frame: pl.DataFrame) -> pl.DataFrame:
+    """`frame` with `host`: its `nodes` expanded (`expand_hostlist`; null where `nodes` is null). Each
+    distinct hostlist is expanded once: a month's records name a few hundred, not one per record."""
+    distinct = frame.get_column("nodes").drop_nulls().unique()
+    hosts = pl.DataFrame({
+        "nodes": distinct,
+        "host": pl.Series([expand_hostlist(text) for text in distinct], dtype=pl.List(pl.Utf8)),
+    })
+    return frame.drop("host", strict=False).join(hosts, on="nodes", how="left", maintain_order="left")
+
+
 def gainers(preempted: pl.DataFrame, jobs: pl.DataFrame) -> pl.DataFrame:
     """For each preempted record (cluster, job_id, end_time): the job that took its nodes."""
     # Candidates meet on (cluster, host, minute): each lost record looks only at the minutes of its
     # gain window, not at every job the host ever ran (a month of a big fleet has ~1,000 per host).
-    lost = preempted.select(
-        "cluster", "job_id", "end_time", pl.col("nodes").map_elements(expand_hostlist, return_dtype=pl.List(pl.Utf8))
-        .alias("host"),
+    lost = with_hosts(preempted).select(
+        "cluster", "job_id", "end_time", "host",
         pl.datetime_ranges(
             (pl.col("end_time") - _GAIN_BEFORE).dt.truncate("1m"), (pl.col("end_time") + _GAIN_AFTER).dt.truncate("1m"),
             "1m",
         ).alias("_minute"),
     ).explode("host").explode("_minute")
-    took = jobs.filter(pl.col("start_time").is_not_null()).select(
+    # Only jobs that started in some gain window's minutes can pair: their host lists alone are expanded
+    # (a month of 1,000 GPUs has ~130k records and a few thousand preemptions).
+    minutes = lost.select("cluster", "_minute").unique()
+    took = with_hosts(jobs.filter(pl.col("start_time").is_not_null()).with_columns(
+        pl.col("start_time").dt.truncate("1m").alias("_minute")
+    ).join(minutes, on=["cluster", "_minute"], how="semi")).select(
         "cluster", pl.col("job_id").alias("gained_job_id"), "start_time", "priority",
         pl.col("team").alias("gained_team"), pl.col("scenario").alias("gained_scenario"), pl.col("qos").alias("_qos"),
-        pl.col("nodes").map_elements(expand_hostlist, return_dtype=pl.List(pl.Utf8)).alias("host"),
-        pl.col("start_time").dt.truncate("1m").alias("_minute"),
+        "host", "_minute",
     ).explode("host")
     pairs = lost.join(took, on=["cluster", "host", "_minute"], how="inner").filter(
         (pl.col("gained_job_id") != pl.col("job_id"))
@@ -82,7 +96,11 @@ def gainers(preempted: pl.DataFrame, jobs: pl.DataFrame) -> pl.DataFrame:
 
 
 def ledger(inputs: EvaluationInputs, config: Config) -> pl.DataFrame:
-    """LEDGER rows of the window, in time order."""
+    """LEDGER rows of the window, in time order (built once per inputs and config: `per_config`)."""
+    return per_config(inputs, config, "ledger", lambda: _ledger(inputs, config))
+
+
+def _ledger(inputs: EvaluationInputs, config: Config) -> pl.DataFrame:
     window = window_of(inputs)
     jobs = classified_jobs(inputs, config).with_columns(base_state().alias("_state"))
     gpus = pl.col("gpus_allocated").fill_null(0)
