@@ -294,7 +294,7 @@ def _job_body(view: View, rows: pl.DataFrame, cluster: str, job_id: int) -> None
                   scenario=tx.fmt.term("scenario", row["scenario"]), queue=row["queue"]))
     cols = [*st.columns(3), *st.columns(3)]  # two rows: six cards in one would cut their values
     cols[0].metric(tx("jobs.col.gpu_hours"), tx.fmt.quantity(Quantity(row["gpu_hours"], "gpu_hours")))
-    cols[1].metric(tx("jobs.col.wait"), df.wait_text(tx, row["wait_s"], row["first_start"]), help=tx("job.wait_help"))
+    cols[1].metric(tx("jobs.col.wait"), df.wait_text(tx, row["wait_s"], row["first_start"]))
     cols[2].metric(tx("jobs.col.outcome"), df.state_text(tx, row["state"]))
     cols[3].metric(tx("jobs.col.exit"), df.exit_text(tx, row["exit_code"], row["exit_signal"]))
     cols[4].metric(tx("jobs.col.preemptions"), row["preemptions"])
