@@ -18,10 +18,11 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
-from urllib.parse import urlencode, urlparse
+from urllib.parse import parse_qs, urlencode, urlparse
 
 from dashboards.app import PAGES
 from dashboards.texts import LANGUAGE_NAMES, Texts
+from gpusteward import links
 from reports.locale import Lang
 from tests.browser.figures import Shown, Visit, grids_drawn
 from tests.real import missing, require_binary
@@ -172,14 +173,25 @@ def go_to(page: Any, url: str, visit: Visit, lang: Lang, shown: Shown) -> None:
     """Open `visit` in the tab `page` and wait until it is drawn: from the sidebar, or by its address when it
     has a query (a new session, so the language is chosen again)."""
     # The page shown is not clicked again (that would rerun it); its query holds the sidebar's state.
-    here = urlparse(page.url).path.strip("/").rsplit("/", 1)[-1] or PAGES[0]  # the first page is the default
-    if visit.query is None and here != visit.page:
+    address = urlparse(page.url)
+    here = address.path.strip("/").rsplit("/", 1)[-1] or PAGES[0]  # the first page is the default
+    # A link's filters (a cluster, a team) stay in the session's sidebar, as a reader's would; a visit without
+    # a query checks the whole pool's figures, so it starts a new session rather than inherit them.
+    filtered = bool(set(parse_qs(address.query)) & {links.CLUSTER, links.TEAM, links.SCENARIO})
+    if visit.query is None and filtered:
+        _open(page, f"{url}/{visit.page}", lang)
+    elif visit.query is None and here != visit.page:
         page.get_by_test_id("stSidebarNavLink").filter(has_text=nav_link(visit.page, lang)).first.click()
     elif visit.query is not None:
-        page.goto(f"{url}/{visit.page}?{urlencode(visit.query(shown))}", wait_until="domcontentloaded")
-        rendered(page)
-        choose_language(page, lang)
+        _open(page, f"{url}/{visit.page}?{urlencode(visit.query(shown))}", lang)
     drawn(page, visit.heading(Texts(lang, shown.config.timezone), shown))
+
+
+def _open(page: Any, address: str, lang: Lang) -> None:
+    """Open `address` in a new session of the tab `page`, in `lang`."""
+    page.goto(address, wait_until="domcontentloaded")
+    rendered(page)
+    choose_language(page, lang)
 
 
 def drawn(page: Any, heading: str) -> None:
