@@ -177,6 +177,7 @@ PENDING_JOBS = schema(
         "reason": pl.Utf8,
         "submit_time": TS,
         "eligible_time": TS,
+        "gpu_type": pl.Utf8,  # the GPU type asked (`gres/gpu:<type>`), comma-separated when several; null: any
     }
 )
 PENDING_JOBS_KEY = ("cluster", "ts", "job_id")

@@ -52,7 +52,7 @@ def reclaim_inputs(wh: Warehouse, now: datetime, lookback: timedelta) -> Reclaim
     )
     from_queue = _read(
         wh,
-        "SELECT p.cluster, p.job_id, p.gpus_requested, p.partition, NULL::VARCHAR AS gpu_type"  # squeue: no type
+        "SELECT p.cluster, p.job_id, p.gpus_requested, p.partition, p.gpu_type"
         " FROM pending_jobs p JOIN ("
         "  SELECT cluster, max(ts) AS ts FROM pending_jobs WHERE ts <= ? AND ts > ? GROUP BY cluster"
         ") latest USING (cluster, ts)",

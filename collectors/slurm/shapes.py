@@ -20,6 +20,7 @@ import polars as pl
 
 from collectors.sacct import _number, exit_text  # the one reader of Slurm's number forms and exit codes
 from collectors.sacctmgr import gpu_limits
+from collectors.slurm.gpu_request import gpu_request
 from collectors.slurm.hostlist import expand, index_ranges
 from gpusteward import tables
 from gpusteward.errors import InputError
@@ -344,7 +345,7 @@ def pending_jobs(data: Any, *, cluster: str, ts: datetime, source: str) -> pl.Da
 
     The reason is Slurm's `state_reason` as squeue prints it: AssocGrpGRES or QOSGrpGRES (a quota),
     AssocMaxJobsLimit and the like (other limits), Priority or Resources (capacity), Dependency,
-    BeginTime, JobHeldUser... GPUs asked are `gres/gpu` in `tres_req_str` (all nodes together).
+    BeginTime, JobHeldUser... GPUs asked and their type: `collectors.slurm.gpu_request`.
     """
     rows = []
     for i, job in enumerate(_records(data, ("jobs",), source)):
@@ -352,7 +353,8 @@ def pending_jobs(data: Any, *, cluster: str, ts: datetime, source: str) -> pl.Da
             if _live_state(job) != "PENDING":
                 continue
             array_job = _number(job.get("array_job_id")) or None
-            gpus = _bounded(gpu_in_tres(_text(job.get("tres_req_str"), "tres_req_str")), "gres/gpu asked")
+            asked, gpu_type = gpu_request(job, _number)
+            gpus = _bounded(asked, "gres/gpu asked")
             reason = _text(job.get("state_reason"), "state_reason")
             rows.append((
                 cluster, ts, _job_id(job), array_job,
@@ -361,6 +363,7 @@ def pending_jobs(data: Any, *, cluster: str, ts: datetime, source: str) -> pl.Da
                 _text(job.get("partition"), "partition"), _text(job.get("qos"), "qos"), gpus,
                 None if reason in (None, "", "None") else reason,
                 _epoch(job.get("submit_time"), "submit_time"), _epoch(job.get("eligible_time"), "eligible_time"),
+                gpu_type,
             ))
     if not rows:
         return tables.empty(tables.PENDING_JOBS)

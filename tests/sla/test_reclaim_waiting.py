@@ -45,7 +45,7 @@ def _plan(waiting: pl.DataFrame, **notebook_fields: Any) -> dict[str, Any]:
         ([("interactive", "h100", 2)], {"gpu_type": "a100"}, ("left_alone", "nobody_waiting", 0, 0)),
         ([("interactive", "a100,h100", 2), ("interactive", "h100", 8)], {"gpu_type": "a100"},
          ("candidate", None, 1, 2)),
-        # a record that does not say its GPU type (squeue snapshots, Kueue before admission): any type
+        # a record that does not say its GPU type (an untyped squeue request, Kueue before admission): any type
         ([("interactive", None, 2)], {"gpu_type": "a100"}, ("candidate", None, 1, 2)),
         # a notebook whose record does not say its GPU type: every waiting job of its partition
         ([("interactive", "h100", 3), (None, None, 1), ("train", None, 5)], {"gpu_type": None},
@@ -66,14 +66,16 @@ def test_the_warehouse_gives_the_waiting_jobs_partitions_and_gpu_types(tmp_path:
 
     jobs = [notebook(1, gpu_type="a100"),
             job(4, partition="interactive", submit=10, start=None, end=None, state="PENDING", gpu_type="h100")]
-    pending = [{"cluster": "east", "ts": NOW - timedelta(minutes=5), "job_id": 7, "partition": "train,interactive",
-                "gpus_requested": 2, "submit_time": at(0)}]
+    snapshot = {"cluster": "east", "ts": NOW - timedelta(minutes=5), "submit_time": at(0)}
+    pending = [{**snapshot, "job_id": 7, "partition": "train,interactive", "gpus_requested": 2},
+               {**snapshot, "job_id": 8, "partition": "interactive", "gpus_requested": 4, "gpu_type": "h100"}]
     with open_warehouse(tmp_path / "w.duckdb") as wh:
         wh.ingest("test", {"jobs": frame(jobs, JOBS), "pending_jobs": frame(pending, PENDING_JOBS),
                            "gpu_minutes": frame(gpu_minutes_of(1, ALL_IDLE), GPU_MINUTES)})
         inputs = read_inputs(wh, NOW, timedelta(hours=3))
     assert inputs.waiting.select("job_id", "partition", "gpu_type").sort("job_id").rows() == [
-        (4, "interactive", "h100"), (7, "train,interactive", None)]
+        (4, "interactive", "h100"), (7, "train,interactive", None), (8, "interactive", "h100")]
     row = reclaim_plan(inputs, reclaim_config()).row(by_predicate=pl.col("job_id") == "1", named=True)
-    # job 4 wants H100s; the snapshot's job 7 may run in interactive and says no type: it counts
+    # jobs 4 and 8 (the live queue's `gres/gpu:h100`) want H100s; the snapshot's job 7 may run in
+    # interactive and says no type: it counts
     assert (row["verdict"], row["waiting_jobs"], row["waiting_gpus"]) == ("candidate", 1, 2)
