@@ -8,6 +8,7 @@ checks every body passes before the controller is asked to act (and so before an
     POST /api/v1/reviews                        {"month": "YYYY-MM"}         -> 202
     POST /api/v1/quarantine/retry               {"path": "...", "reason": "..."} -> 202
     POST /api/v1/reclaim/jobs/{cluster}/{job_id}/exempt  {"minutes": 1440, "reason": "..."}  (no minutes: while it runs)
+    POST /api/v1/reclaim/jobs/{cluster}/{namespace}/{name}/exempt  the same for a Kueue Workload
     POST /api/v1/reclaim/actions/{decision_id}/approve   {"reason": "..."}
     POST /api/v1/reclaim/actions/{decision_id}/reject    {"reason": "..."}
 
@@ -43,7 +44,11 @@ MAX_TEXT = 2000  # characters of a reason or an override; the audit keeps them, 
 MAX_SILENCE = timedelta(days=31)
 PLAN_ID = re.compile(r"[A-Za-z0-9._-]{1,128}")
 FINGERPRINT = re.compile(r"[0-9a-f]{8,64}")
-RECLAIM_JOB = re.compile(r"[A-Za-z0-9._-]{1,128}/[0-9]{1,20}")
+# A job is its cluster and its Slurm job id, or a Kueue Workload's namespace/name (a DNS label and a
+# DNS subdomain name, as Kubernetes checks them), which is how the reclaimer names such a job.
+RECLAIM_JOB = re.compile(
+    r"[A-Za-z0-9._-]{1,128}/(?:[0-9]{1,20}|[a-z0-9](?:[-a-z0-9]{0,61}[a-z0-9])?/[a-z0-9](?:[-.a-z0-9]{0,251}[a-z0-9])?)"
+)
 DECISION_ID = re.compile(r"[0-9a-f]{32}")
 # What each action's body may hold; any other field is refused, so a typo is never silently ignored.
 FIELDS: dict[Action, frozenset[str]] = {
@@ -107,8 +112,8 @@ def check_target(action: Action, target: str) -> str:
     if action.startswith("alert.") and not FINGERPRINT.fullmatch(target):
         raise BadRequestError("fingerprint must be 8-64 lowercase hex digits", where="path fingerprint")
     if action == "reclaim.exempt" and not RECLAIM_JOB.fullmatch(target):
-        raise BadRequestError("a job is its cluster (1-128 letters, digits, '.', '_' or '-') and its numeric job id",
-                              where="path job_id")
+        raise BadRequestError("a job is its cluster (1-128 letters, digits, '.', '_' or '-') and its numeric job id,"
+                              " or a Kueue Workload's namespace and name", where="path job_id")
     if action in ("reclaim.approve", "reclaim.reject") and not DECISION_ID.fullmatch(target):
         raise BadRequestError("decision_id must be 32 lowercase hex digits", where="path decision_id")
     return target

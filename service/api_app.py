@@ -110,7 +110,8 @@ class _Handlers:
                 "where": "header Authorization"})
         actor = caller.identity
         body = parse_body(await self._read_body(request))
-        target = "/".join(str(v) for v in request.path_params.values())  # cluster/job_id: two path parameters
+        # In the path's order: cluster/job_id, or cluster/namespace/name for a Kueue Workload.
+        target = "/".join(str(v) for v in request.path_params.values())
         checked = build_request(actor, action, target, body, self.ctx.controller.now(), via=caller.via,
                                 role=caller.role)
         result = await anyio.to_thread.run_sync(

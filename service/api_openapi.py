@@ -26,6 +26,7 @@ class Endpoint:
     summary: str
     action: Action | None = None  # the audited control action; None: a read-only GET
     status: int = 200  # the status of success
+    operation: str | None = None  # the operationId where two paths share an action (else the action's)
 
 
 ENDPOINTS: tuple[Endpoint, ...] = (
@@ -43,6 +44,9 @@ ENDPOINTS: tuple[Endpoint, ...] = (
     Endpoint("/api/v1/quarantine/retry", "POST", "Import a quarantined file again (audited)", "import.retry", 202),
     Endpoint("/api/v1/reclaim/jobs/{cluster}/{job_id}/exempt", "POST",
              "Object to reclaiming a job: exempt it (a lead of its team or an admin; audited)", "reclaim.exempt"),
+    Endpoint("/api/v1/reclaim/jobs/{cluster}/{namespace}/{name}/exempt", "POST",
+             "Object to reclaiming a Kueue Workload: exempt it (a lead of its team or an admin; audited)",
+             "reclaim.exempt", operation="reclaim_exempt_workload"),
     Endpoint("/api/v1/reclaim/actions/{decision_id}/approve", "POST",
              "Approve a reclaim action waiting in approve mode (audited)", "reclaim.approve"),
     Endpoint("/api/v1/reclaim/actions/{decision_id}/reject", "POST",
@@ -60,7 +64,8 @@ _PROPERTIES: dict[str, dict[str, Any]] = {
              "description": "the quarantined file's path, as `gpusteward status` shows it"},
 }
 _PARAMETERS = {"plan_id": PLAN_ID.pattern, "fingerprint": FINGERPRINT.pattern,
-               "cluster": r"[A-Za-z0-9._-]{1,128}", "job_id": r"[0-9]{1,20}", "decision_id": DECISION_ID.pattern}
+               "cluster": r"[A-Za-z0-9._-]{1,128}", "job_id": r"[0-9]{1,20}", "decision_id": DECISION_ID.pattern,
+               "namespace": r"[a-z0-9](?:[-a-z0-9]{0,61}[a-z0-9])?", "name": r"[a-z0-9](?:[-.a-z0-9]{0,251}[a-z0-9])?"}
 _ERROR = {
     "type": "object",
     "required": ["error", "where"],
@@ -113,6 +118,8 @@ def _operation(endpoint: Endpoint) -> dict[str, Any]:
 
 
 def _operation_id(endpoint: Endpoint) -> str:
+    if endpoint.operation is not None:
+        return endpoint.operation
     if endpoint.action is not None:
         return endpoint.action.replace(".", "_")
     return "get_" + re.sub(r"\W+", "_", endpoint.path.rsplit("/", 1)[-1].removesuffix(".json"))

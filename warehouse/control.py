@@ -169,9 +169,12 @@ def record(
 
 def _check_job(con: duckdb.DuckDBPyConnection, target: str) -> None:
     cluster, _, job_id = target.partition("/")
-    if not job_id.isdigit() or not scalar(
-        con, "SELECT count(*) FROM jobs WHERE cluster = ? AND job_id = ?", [cluster, int(job_id)]
-    ):
+    if "/" in job_id:  # a Kueue Workload, by its namespace/name (its record's job_ref)
+        known = scalar(con, "SELECT count(*) FROM jobs WHERE cluster = ? AND job_ref = ?", [cluster, job_id])
+    else:
+        known = job_id.isdigit() and scalar(
+            con, "SELECT count(*) FROM jobs WHERE cluster = ? AND job_id = ?", [cluster, int(job_id)])
+    if not known:
         raise ControlError(f"no job {job_id or '?'} on cluster {cluster!r} in the warehouse", status=404)
 
 

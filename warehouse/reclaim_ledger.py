@@ -149,7 +149,11 @@ def pending_actions(wh: Warehouse) -> pl.DataFrame:
 
 
 def job_records(wh: Warehouse, cluster: str, job_id: str) -> pl.DataFrame:
-    """The JOBS records of one job (a requeued job has several)."""
+    """The JOBS records of one job (a requeued job has several): a Slurm job id, or a Kueue Workload's
+    `namespace/name` (its record's `job_ref`)."""
+    if "/" in job_id:
+        frame = wh.query("SELECT * FROM jobs WHERE cluster = ? AND job_ref = ? ORDER BY submit_time", [cluster, job_id])
+        return tables.conform(frame, tables.JOBS)
     if not job_id.isdigit():
         return tables.empty(tables.JOBS)
     frame = wh.query("SELECT * FROM jobs WHERE cluster = ? AND job_id = ? ORDER BY submit_time", [cluster, int(job_id)])

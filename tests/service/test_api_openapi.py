@@ -59,7 +59,8 @@ def test_every_route_is_documented_and_every_documented_operation_is_routed(docu
 def test_every_documented_operation_answers_at_its_path(api: ServedApi, document: dict[str, Any]) -> None:
     for path, ops in document["paths"].items():
         concrete = (path.replace("{plan_id}", "p-1").replace("{fingerprint}", "0123456789abcdef")
-                    .replace("{cluster}", "east").replace("{job_id}", "42").replace("{decision_id}", "ab" * 16))
+                    .replace("{cluster}", "east").replace("{job_id}", "42").replace("{decision_id}", "ab" * 16)
+                    .replace("{namespace}", "ml-team").replace("{name}", "job-lab-1"))
         for method, op in ops.items():
             response = httpx.request(method, api.url + concrete, timeout=10)  # no token
             expected = 401 if op.get("security") else 200
@@ -69,13 +70,16 @@ def test_every_documented_operation_answers_at_its_path(api: ServedApi, document
 
 
 def test_each_documented_body_is_what_the_handler_accepts(document: dict[str, Any]) -> None:
+    ids = [op["operationId"] for ops in document["paths"].values() for op in ops.values()]
+    assert len(ids) == len(set(ids)), ids  # OpenAPI: unique across the document
     bodies = {
         op["operationId"]: op["requestBody"]["content"]["application/json"]["schema"]
         for ops in document["paths"].values()
         for op in ops.values()
         if "requestBody" in op
     }
-    assert set(bodies) == {action.replace(".", "_") for action in FIELDS}
+    assert set(bodies) == {action.replace(".", "_") for action in FIELDS} | {"reclaim_exempt_workload"}
+    assert bodies["reclaim_exempt_workload"] == bodies["reclaim_exempt"]
     for action, fields in FIELDS.items():
         schema = bodies[action.replace(".", "_")]
         assert set(schema["properties"]) == fields
@@ -96,7 +100,8 @@ def _post_every_documented_body(api: ServedApi, doc: dict[str, Any]) -> None:
             continue
         props = op["requestBody"]["content"]["application/json"]["schema"]["properties"]
         concrete = (path.replace("{plan_id}", "p-1").replace("{fingerprint}", "0123456789abcdef")
-                    .replace("{cluster}", "east").replace("{job_id}", "42").replace("{decision_id}", "ab" * 16))
+                    .replace("{cluster}", "east").replace("{job_id}", "42").replace("{decision_id}", "ab" * 16)
+                    .replace("{namespace}", "ml-team").replace("{name}", "job-lab-1"))
         response = httpx.post(api.url + concrete, json={k: samples[k] for k in props},
                               headers={"Authorization": f"Bearer {TOKEN}"}, timeout=10)
         assert response.status_code in {200, 202}, (path, response.text)
