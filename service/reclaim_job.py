@@ -34,7 +34,7 @@ from gpusteward.errors import StewardError, TransientError
 from service.jobs import JobResult
 from service.tasks import snapshot
 from sla.common import naive_utc
-from sla.reclaim import reclaim_plan
+from sla.reclaim import reclaim_plan, workload_minutes
 from sla.reclaim_decide import acted_of, decide, warned_of
 from sla.reclaim_inputs import lookback
 from sla.reclaim_replay import SPANS, idle_spans, next_turn, quiet_spans, turn_at_or_after
@@ -42,7 +42,7 @@ from sla.reclaim_safety import recheck
 from warehouse import Warehouse
 from warehouse import reclaim_ledger as ledger
 from warehouse.control import ControlError
-from warehouse.reclaim import idle_stretches, inference_windows, plan_instant, reclaim_inputs
+from warehouse.reclaim import idle_stretches, inference_windows, plan_instant, reclaim_inputs, workload_records
 
 log = logging.getLogger("gpusteward.service.reclaim")
 
@@ -295,7 +295,10 @@ def _spans(wh: Warehouse, config: Config, start: datetime, end: datetime,
     parts = [pl.DataFrame(schema=SPANS)]
     with snapshot(wh, lock) as view:
         if by_minutes:
-            stretches = idle_stretches(view, read_from, end, config.idle.util_below, config.idle.min_minutes)
+            # A Workload's pods' stretches carry the pods' labels; the plan names the job by its Workload.
+            stretches = workload_minutes(
+                idle_stretches(view, read_from, end, config.idle.util_below, config.idle.min_minutes),
+                workload_records(view, read_from, end))
             parts.append(idle_spans(stretches, min(by_minutes)))
         if by_traffic:
             parts.append(quiet_spans(inference_windows(view, read_from, end), min(by_traffic), read_from))

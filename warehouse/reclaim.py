@@ -99,6 +99,17 @@ def idle_stretches(wh: Warehouse, start: datetime, end: datetime, util_below: fl
     return tables.conform(frame, IDLE_STRETCHES)
 
 
+def workload_records(wh: Warehouse, start: datetime, end: datetime) -> list[dict[str, object]]:
+    """(cluster, job_ref, name) of the Kueue Workloads' records running at some time in [start, end): whose
+    pods' GPU-minutes are theirs (sla.reclaim.workload_minutes)."""
+    frame = wh.query(
+        "SELECT DISTINCT cluster, job_ref, name FROM jobs WHERE job_ref IS NOT NULL AND start_time IS NOT NULL"
+        " AND start_time < ? AND (end_time IS NULL OR end_time > ?) ORDER BY cluster, job_ref",
+        [naive_utc(end), naive_utc(start)],
+    )
+    return frame.to_dicts()
+
+
 def inference_windows(wh: Warehouse, start: datetime, end: datetime) -> pl.DataFrame:
     """INFERENCE_WINDOWS ending in (start, end]."""
     return _read(wh, "SELECT * FROM inference_windows WHERE ts > ? AND ts <= ? ORDER BY cluster, service, ts",

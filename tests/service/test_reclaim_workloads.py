@@ -1,10 +1,12 @@
-"""Objecting to reclaiming a Kueue Workload: the warning names it `namespace/name`, and the path it gives,
-`/api/v1/reclaim/jobs/{cluster}/{namespace}/{name}/exempt`, reaches the controller as that job, which a lead
-of its team may exempt and the reclaimer then leaves alone."""
+"""Kueue Workloads in the live reclaimer and its replay: the warning names one `namespace/name`, and the path
+it gives, `/api/v1/reclaim/jobs/{cluster}/{namespace}/{name}/exempt`, reaches the controller as that job, which
+a lead of its team may exempt and the reclaimer then leaves alone; the demo's shadow replay decides what the
+live reclaimer would have for a Workload whose GPU-minutes are labelled by its pods."""
 
 from __future__ import annotations
 
 import json
+from datetime import timedelta
 from pathlib import Path
 
 import httpx
@@ -13,7 +15,7 @@ import pytest
 
 from gpusteward.tables import GPU_MINUTES, JOBS
 from service.api import RECLAIM_JOB
-from service.reclaim_job import Reclaim, check_objection
+from service.reclaim_job import Reclaim, check_objection, replay_shadow
 from tests.service.api_rig import served_api
 from tests.service.test_reclaim_job import FakeScheduler, _config
 from tests.sla.builders import at, frame, minutes
@@ -77,3 +79,16 @@ def test_a_leads_objection_to_a_workload_keeps_it_from_being_reclaimed(tmp_path:
         Reclaim(config, wh, lambda _cluster: scheduler).run(at(360))  # past the grace: cancelled, but for the objection
         assert scheduler.calls == []
         assert decisions(wh).filter(pl.col("kind") == "action").is_empty()
+
+
+def test_the_replay_follows_a_workload_through_its_grace_as_the_live_reclaimer_does(tmp_path: Path) -> None:
+    """Its pods' idle stretches say when to plan; the plan names the Workload. Warned at 01:00 (idle for
+    the notebooks' hour), acted on (shadow) when its one-hour grace ends at 02:00."""
+    config = _config(tmp_path)
+    workload = notebook(7, user="ana", job_ref=WORKLOAD, name="lab", labels="{}", reservation="")
+    with open_warehouse(tmp_path / "w.duckdb") as wh:
+        wh.ingest("test", {"jobs": frame([workload], JOBS),
+                           "gpu_minutes": frame(minutes("ml-team/lab-x9k2p", [IDLE] * 240, host="k1"), GPU_MINUTES)})
+        replay_shadow(wh, config, at(0), at(240), timedelta(minutes=15))
+        lines = sorted(decisions(wh).select("decided_at", "job_id", "kind").rows())
+    assert lines == [(at(60), WORKLOAD, "warning"), (at(120), WORKLOAD, "action")]
