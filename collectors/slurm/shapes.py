@@ -31,7 +31,7 @@ JOB_GPUS = tables.schema({"cluster": pl.Utf8, "job_id": pl.Int64, "host": pl.Utf
 
 _GPU_IN_TRES = re.compile(r"(?:^|,)gres/gpu=(\d+)(?:,|$)", re.ASCII)
 _SHARD_IN_TRES = re.compile(r"(?:^|,)gres/shard=(\d+)(?:,|$)", re.ASCII)
-_TYPED_SHARDS = re.compile(r"(?:^|,)gres/shard:[^=,]+=(\d{1,10})(?:,|$)", re.ASCII)
+_TYPED_SHARDS = re.compile(r"(?:^|,)gres/shard:[^=,]+=(\d{1,10})(?=,|$)", re.ASCII)
 _GRES_IDX = re.compile(r"gpu(?::[^:(]+)?:\d+\(IDX:([^)]*)\)", re.ASCII)
 _IDX = re.compile(r"\d{1,5}(?:-\d{1,5})?(?:,\d{1,5}(?:-\d{1,5})?)*", re.ASCII)
 _DIGITS = re.compile(r"\d{1,19}", re.ASCII)

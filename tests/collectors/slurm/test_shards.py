@@ -41,6 +41,7 @@ def _shard_line(alloc: str, req: str = "billing=1,cpu=1,gres/shard=1,mem=1000M,n
         ("cpu=12,mem=120G,node=1,billing=12,gres/shard=1", 1),
         ("billing=1,cpu=1,gres/shard:a10g=2,gres/shard=2,mem=1000M,node=1", 2),  # typed and untyped: the total
         ("cpu=1,gres/shard:a10g=3", 3),  # typed only: their sum
+        ("cpu=1,gres/shard:a10g=3,gres/shard:l4=2,mem=1G", 5),
         ("cpu=1,gres/gpu=1,gres/shard=40", 1),  # a whole GPU too: gres/gpu says it
         ("cpu=1,mem=1G", None),
     ],
