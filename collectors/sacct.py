@@ -12,9 +12,11 @@ ended with no return code (Slurm leaves `return_code` unset for it, and `sacct -
 so both dumps of one job store the same. Both are null when the output comes from Slurm 22.05,
 whose JSON reports 0 for every job (a known bug: the database and `sacct -P` hold the real code).
 GPUs are the `gres/gpu` TRES (allocated and requested); a typed entry such as `gres/gpu:h100`
-gives `gpu_type`. Events are rebuilt from each record: `submit`, `start` and `end` (with the final
-state), `preempt` for a PREEMPTED record, and `requeue` for a record that a later record of the
-same job id follows (at that record's submit time).
+gives `gpu_type`. A job that holds shards of time-sliced GPUs (`gres/shard`, no gres/gpu) counts
+each shard as one GPU slot, which the node's `[[capacity.shared]]` rule divides by its replicas.
+Events are rebuilt from each record: `submit`, `start` and `end` (with the final state), `preempt`
+for a PREEMPTED record, and `requeue` for a record that a later record of the same job id follows
+(at that record's submit time).
 
 Arrays: each task is its own record keyed by its own job id (JobIDRaw); `array.job_id` and
 `array.task_id` give the array and the task (0 / null: not an array). A record with no node and no
@@ -315,9 +317,11 @@ def _comment(comment: Any) -> str | None:
 
 
 def _gpus(tres: Any) -> tuple[int | None, str | None]:
-    """GPU count and type from a TRES list: `gres/gpu` = count, `gres/gpu:<type>` = typed counts."""
+    """GPU count and type from a TRES list: `gres/gpu` = count, `gres/gpu:<type>` = typed counts,
+    else `gres/shard` (or its typed entries) = count."""
     total: int | None = None
     typed: dict[str, int] = {}
+    shards: dict[str, int] = {}
     if not isinstance(tres, Sequence) or isinstance(tres, str):
         raise TypeError(f"a TRES list is a {type(tres).__name__}")
     for item in tres:
@@ -332,8 +336,14 @@ def _gpus(tres: Any) -> tuple[int | None, str | None]:
             total = count
         elif name.startswith("gpu:") and count:
             typed[name[4:]] = typed.get(name[4:], 0) + count
+        elif name == "shard" or (name.startswith("shard:") and count):
+            shards[name] = count or 0
     if total is None and typed:
         total = sum(typed.values())
+    if total is None and shards:
+        # Shards of time-sliced GPUs (`--gres=shard:1`, no gres/gpu): each one slot; the node's
+        # `[[capacity.shared]]` rule counts a slot 1/replicas of a GPU. gres/shard counts typed ones too.
+        total = shards["shard"] if "shard" in shards else sum(shards.values())
     return total, ",".join(sorted(typed)) or None
 
 

@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
+from fnmatch import fnmatchcase
 
 import polars as pl
 
+from gpusteward.config.capacity import SharedGpus
 from gpusteward.config.schema import Config
 from quota.binding import binding, business_cuts, in_business
 from quota.preemption import PreemptionRules, preemption_rules
@@ -16,6 +18,7 @@ from quota.replay_model import ClusterModel
 from quota.waits import Scheduler, wait_causes
 from sla.contention import job_spans, timelines
 from sla.fairness import cluster_shares, guaranteed_capacity
+from sla.ledger import expand_hostlist
 from sla.results import PLAN_REPLAY as PLAN_REPLAY  # noqa: PLC0414 - the plan's replay table, re-exported
 
 
@@ -68,6 +71,37 @@ def node_gpus(inventory: pl.DataFrame | None, start: datetime, end: datetime) ->
     return out
 
 
+@dataclass(frozen=True)
+class SharedNode:
+    """A node a `[[capacity.shared]]` rule matches, as the replay sees it."""
+
+    replicas: int  # slots per card the scheduler hands out
+    queues: frozenset[str]  # the queues (cluster/partition) whose records ran there
+
+
+def shared_node_queues(
+    jobs: pl.DataFrame, shared: Sequence[SharedGpus], nodes: Mapping[str, Mapping[str, int]]
+) -> dict[str, dict[str, SharedNode]]:
+    """Per cluster, each node telemetry saw that a `[[capacity.shared]]` rule matches (first match
+    wins, as for allocation): its replicas and the queues whose records ran there. DCGM shows a
+    time-sliced node's cards, while the scheduler runs cards x replicas jobs there at once."""
+    out: dict[str, dict[str, SharedNode]] = {}
+    if not shared or "nodes" not in jobs.columns:
+        return out
+    ran = jobs.select("cluster", "partition", "nodes").drop_nulls(["cluster", "nodes"]).unique()
+    for cluster, hosts in nodes.items():
+        for host in hosts:
+            rule = next((r for r in shared if fnmatchcase(cluster, r.cluster) and fnmatchcase(host, r.hosts)), None)
+            if rule is None:
+                continue
+            queues = frozenset(
+                f"{c}/{p if p is not None else '?'}" for c, p, names in ran.rows()
+                if c == cluster and host in expand_hostlist(names)
+            )
+            out.setdefault(cluster, {})[host] = SharedNode(rule.replicas, queues)
+    return out
+
+
 def latest_tree(tree: pl.DataFrame | None) -> dict[str, dict[str, tuple[str | None, int | None]]]:
     """Per cluster, account -> (parent, its own GPU limit) of the latest ACCOUNT_TREE rows."""
     if tree is None or tree.is_empty():
@@ -79,26 +113,30 @@ def latest_tree(tree: pl.DataFrame | None) -> dict[str, dict[str, tuple[str | No
     return out
 
 
-def cluster_models(
+def cluster_models(  # noqa: PLR0917 - the month's parts, each its own mapping
     gpus: Mapping[str, int],
     nodes: Mapping[str, Mapping[str, int]],
     tree: Mapping[str, Mapping[str, tuple[str | None, int | None]]],
     qos_limits: Mapping[tuple[str, str], int | None],
     rules: Mapping[str, PreemptionRules],
+    shared: Mapping[str, Mapping[str, SharedNode]] | None = None,
 ) -> dict[str, ClusterModel]:
     """The replay's model of each cluster: its nodes as telemetry saw them (one node of all its GPUs
-    where telemetry saw none), its account tree, QOS limits and preemption rules."""
+    where telemetry saw none; a shared node's cards x replicas slots, for the queues that ran there),
+    its account tree, QOS limits and preemption rules."""
     out = {}
     for cluster, total in gpus.items():
         hosts = nodes.get(cluster, {})
+        mine = (shared or {}).get(cluster, {})
         names = tuple(sorted(hosts))
-        shape = tuple(hosts[h] for h in names) if hosts else (total,)
+        shape = tuple(hosts[h] * (mine[h].replicas if h in mine else 1) for h in names) if hosts else (total,)
         accounts = tree.get(cluster, {})
         out[cluster] = ClusterModel(
             shape, names if hosts else (), parents={a: p for a, (p, _l) in accounts.items()},
             qos_limits={q: v for (c, q), v in qos_limits.items() if c == cluster},
             account_limits={a: v for a, (_p, v) in accounts.items()},
             rules=rules.get(cluster, PreemptionRules()),
+            node_queues={h: node.queues for h, node in mine.items() if h in hosts},
         )
     return out
 
@@ -190,8 +228,9 @@ def analyse(
     by_qos = timelines(holders, "holder", edges)  # the same pieces as by_account: waits index both alike
     accounts_tree = latest_tree(tree)
     qos_limits = {(r["cluster"], r["name"]): r["gpu_limit"] for r in latest_quotas(quotas, "qos").iter_rows(named=True)}
-    models = cluster_models(gpus, node_gpus(inventory, start, end), accounts_tree, qos_limits,
-                            preemption_rules(jobs, qos_priority))
+    seen_nodes = node_gpus(inventory, start, end)
+    models = cluster_models(gpus, seen_nodes, accounts_tree, qos_limits, preemption_rules(jobs, qos_priority),
+                            shared_node_queues(jobs, config.capacity.shared, seen_nodes))
     schedulers = {
         c: Scheduler(gpus.get(c),
                      {**{a: v for a, (_p, v) in accounts_tree.get(c, {}).items()},

@@ -18,6 +18,7 @@ with the cluster's QOS limits, account tree and preemption rules (quota.replay_m
 from __future__ import annotations
 
 from collections.abc import Mapping
+from dataclasses import replace
 
 import numpy as np
 import polars as pl
@@ -154,7 +155,49 @@ def _jobs_of(frame: pl.DataFrame, model: ClusterModel) -> JobColumns:
 
 def _replay_heads(jobs: pl.DataFrame, model: ClusterModel | int, limits: Mapping[str, int | None]) -> ReplayArrays:
     chosen = model if isinstance(model, ClusterModel) else ClusterModel.pool(model)
-    return replay_columns(_jobs_of(jobs.filter(pl.col("head")), chosen), chosen, limits)
+    heads = jobs.filter(pl.col("head"))
+    if not chosen.node_queues:
+        return replay_columns(_jobs_of(heads, chosen), chosen, limits)
+    # Shared nodes are a pool of their own: the jobs whose records ran there (and only they) replay on
+    # them, every other job on the other nodes. Limits count each pool's jobs apart: GrpTRES gres/gpu
+    # never counted a shard.
+    on_shared = np.array([_ran_on(h, q, chosen.node_queues) for h, q in heads.select("hosts", "queue").rows()],
+                         dtype=np.bool_)
+    parts = []
+    for shared in (False, True):
+        rows = np.flatnonzero(on_shared == shared)
+        sub, nodes = chosen.part(shared)
+        if not len(rows):
+            continue
+        if not sub.node_gpus:  # a cluster of shared nodes alone: the others run where they ran
+            sub, nodes = replace(chosen, node_queues={}), tuple(range(len(chosen.node_gpus)))
+        parts.append((rows, np.array(nodes, np.int64), replay_columns(_jobs_of(heads[rows], sub), sub, limits)))
+    return _merged(parts)
+
+
+def _ran_on(hosts: str | None, queue: str | None, node_queues: Mapping[str, frozenset[str]]) -> bool:
+    """Whether a record ran on shared nodes only, in a queue they serve."""
+    names = expand_hostlist(hosts) if hosts else []
+    return bool(names) and all(queue in node_queues.get(n, frozenset()) for n in names)
+
+
+def _merged(parts: list[tuple[np.ndarray, np.ndarray, ReplayArrays]]) -> ReplayArrays:
+    """One cluster's ReplayArrays from its pools' (their jobs' and nodes' indices in the cluster)."""
+    if len(parts) == 1 and np.array_equal(parts[0][0], np.arange(len(parts[0][0]))):
+        _rows, nodes, only = parts[0]
+        return replace(only, pool_node=nodes[only.pool_node])
+    base = np.cumsum([0] + [len(p.pool_node) for _r, _n, p in parts])
+    return ReplayArrays(
+        job=np.concatenate([rows[p.job] for rows, _n, p in parts]),
+        queued=np.concatenate([p.queued for _r, _n, p in parts]),
+        start=np.concatenate([p.start for _r, _n, p in parts]),
+        end=np.concatenate([p.end for _r, _n, p in parts]),
+        alloc_at=np.concatenate([p.alloc_at + b for (_r, _n, p), b in zip(parts, base, strict=False)]),
+        alloc_len=np.concatenate([p.alloc_len for _r, _n, p in parts]),
+        pool_node=np.concatenate([nodes[p.pool_node] for _r, nodes, p in parts]),
+        pool_gpus=np.concatenate([p.pool_gpus for _r, _n, p in parts]),
+        preemptions=[(int(rows[v]), int(rows[b]), t) for rows, _n, p in parts for v, b, t in p.preemptions],
+    )
 
 
 def replay_segments(jobs: pl.DataFrame, model: ClusterModel | int, limits: Mapping[str, int | None]) -> ReplayResult:

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from quota.preemption import PreemptionRules
 
@@ -18,6 +18,11 @@ class ClusterModel:
     qos_limits: Mapping[str, int | None] = field(default_factory=dict)  # QOS -> GrpTRES gres/gpu
     account_limits: Mapping[str, int | None] = field(default_factory=dict)  # the tree's, where the replay's omit one
     rules: PreemptionRules = field(default_factory=PreemptionRules)
+    # Shared (time-sliced) nodes -> the queues whose records ran there: their GPUs are the slots the
+    # scheduler hands out (cards x replicas), a pool of its own that only the jobs that ran there
+    # use, and those jobs no other node (a Slurm shard request fits shard nodes only, a GPU request
+    # never fits them). Nodes not named here: any job.
+    node_queues: Mapping[str, frozenset[str]] = field(default_factory=dict)
 
     @classmethod
     def pool(cls, gpus: int) -> ClusterModel:
@@ -27,6 +32,13 @@ class ClusterModel:
     @property
     def gpus(self) -> int:
         return sum(self.node_gpus)
+
+    def part(self, shared: bool) -> tuple[ClusterModel, tuple[int, ...]]:
+        """The model of its shared nodes alone (or of the others), and their indices in this model."""
+        keep = tuple(n for n, name in enumerate(self.node_names) if (name in self.node_queues) == shared)
+        sub = replace(self, node_gpus=tuple(self.node_gpus[n] for n in keep),
+                      node_names=tuple(self.node_names[n] for n in keep), node_queues={})
+        return sub, keep
 
 
 @dataclass(frozen=True)

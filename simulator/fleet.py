@@ -42,6 +42,16 @@ MIG_SLICES = 7  # an H100 80GB has seven compute slices
 MIG_PARTITIONS = ("interactive", "batch")
 MIG_CLUSTER = "east"  # the cluster with MIG nodes: one, plus one per 64 nodes of the fleet
 
+# The time-sliced notebook node: two whole cards of a model without MIG, each handed out
+# SHARED_REPLICAS times (Slurm's `shard` gres, the device plugin's timeSlicing replicas), so its eight
+# schedulable slots are 2 cards x 4 replicas (slot s is card s // 4). Only notebooks that ask for a
+# shard run there (workload.shard_jobs): it is in the interactive partition, and no GPU job fits it.
+SHARED_MODEL = "NVIDIA A10G"
+SHARED_FB_MIB = 23028
+SHARED_REPLICAS = 4
+SHARED_CARDS = GPUS_PER_NODE // SHARED_REPLICAS
+SHARED_CLUSTER = "east"  # one time-sliced node per fleet, on the notebooks' busiest cluster
+
 CLUSTER_NAMES = ("east", "west")
 # Entitled shares of examples/gpusteward.toml; a team is one Slurm account of the same name.
 TEAM_SHARES: dict[str, float] = {"nlp": 0.30, "vision": 0.15, "speech": 0.15, "research": 0.15, "platform": 0.25}
@@ -97,6 +107,8 @@ class Gpu:
     uuid: str
     pci_bus_id: str
     mig: MigSlot | None = None  # the MIG instance this slot is, on a MIG node
+    model: str = MODEL_NAME
+    replicas: int = 1  # slots the card is shared between: SHARED_REPLICAS on the time-sliced node
 
     @property
     def device(self) -> str:
@@ -110,15 +122,17 @@ class Cluster:
     infer_hosts: tuple[str, ...]
     limits: tuple[tuple[str, int], ...] = ()  # (account, GPUs) set by hand (sacctmgr), over the defaults
     mig_hosts: tuple[str, ...] = ()  # nodes whose eight slots are the MIG instances of MIG_LAYOUT
+    shared_hosts: tuple[str, ...] = ()  # time-sliced nodes: eight slots on SHARED_CARDS cards
 
     @property
     def gpus(self) -> int:
-        """Schedulable GPU slots: whole GPUs, and MIG instances on MIG nodes (Slurm's gres/gpu count)."""
+        """Schedulable GPU slots: whole GPUs, MIG instances on MIG nodes (Slurm's gres/gpu count) and
+        the shards of the time-sliced node."""
         return len(self.hosts) * GPUS_PER_NODE
 
     @property
     def whole_hosts(self) -> tuple[str, ...]:
-        return tuple(h for h in self.hosts if h not in self.mig_hosts)
+        return tuple(h for h in self.hosts if h not in self.mig_hosts and h not in self.shared_hosts)
 
     @property
     def whole_gpus(self) -> int:
@@ -127,8 +141,9 @@ class Cluster:
 
     @property
     def cards(self) -> int:
-        """Physical GPUs: the whole ones and the MIG nodes' cards."""
-        return self.whole_gpus + len(self.mig_hosts) * len({m.card for m in MIG_LAYOUT})
+        """Physical GPUs: the whole ones, the MIG nodes' cards and the time-sliced nodes' cards."""
+        mig = len(self.mig_hosts) * len({m.card for m in MIG_LAYOUT})
+        return self.whole_gpus + mig + len(self.shared_hosts) * SHARED_CARDS
 
     def gpu(self, slot: int) -> Gpu:
         """The GPU at cluster-wide slot `slot` (host-major: host index * 8 + device index)."""
@@ -137,16 +152,34 @@ class Cluster:
         if host in self.mig_hosts:
             mig = MIG_LAYOUT[index]
             return Gpu(self.name, host, mig.card, gpu_uuid(host, mig.card), pci_bus_id(mig.card), mig)
+        if host in self.shared_hosts:
+            card = index // SHARED_REPLICAS
+            uuid, bus = gpu_uuid(host, card), pci_bus_id(card)
+            return Gpu(self.name, host, card, uuid, bus, None, SHARED_MODEL, SHARED_REPLICAS)
         return Gpu(self.name, host, index, gpu_uuid(host, index), pci_bus_id(index))
 
     def mig_slot(self, slot: int) -> MigSlot | None:
         """The MIG instance at cluster-wide slot `slot`, or None for a whole GPU."""
         return MIG_LAYOUT[slot % GPUS_PER_NODE] if self.hosts[slot // GPUS_PER_NODE] in self.mig_hosts else None
 
+    def shared_card(self, slot: int) -> int | None:
+        """The card index of slot `slot` on a time-sliced node, or None elsewhere."""
+        if self.hosts[slot // GPUS_PER_NODE] not in self.shared_hosts:
+            return None
+        return slot % GPUS_PER_NODE // SHARED_REPLICAS
+
+    def is_whole(self, slot: int) -> bool:
+        """Whether slot `slot` is a whole GPU of its own (not a MIG instance, not a shard)."""
+        host = self.hosts[slot // GPUS_PER_NODE]
+        return host not in self.mig_hosts and host not in self.shared_hosts
+
     def partition_hosts(self, partition: str) -> tuple[int, ...]:
         names = self.infer_hosts if partition == INFER_PARTITION else self.hosts
         if partition not in MIG_PARTITIONS:
             names = tuple(h for h in names if h not in self.mig_hosts)
+        # The time-sliced node is in the interactive partition, but only a shard request fits there
+        # (those are pinned to it, workload.shard_jobs): no partition's GPU jobs go there.
+        names = tuple(h for h in names if h not in self.shared_hosts)
         return tuple(self.hosts.index(h) for h in names)
 
     def account_limit(self, account: str) -> int:
@@ -174,7 +207,8 @@ class Fleet:
 
 def build_fleet(nodes: int, limits: Mapping[tuple[str, str], int] | None = None) -> Fleet:
     """Split `nodes` over east and west (east gets the odd one); infer is half of east, at least 2.
-    East also gets MIG nodes beyond `nodes` (one, plus one per 64 nodes of the fleet), for small work.
+    East also gets MIG nodes beyond `nodes` (one, plus one per 64 nodes of the fleet), for small work,
+    and one time-sliced notebook node (after the MIG nodes, so every other host keeps its index).
 
     `limits`: (cluster, account) -> GPU limit set by hand over the defaults (simulator.limits)."""
     if nodes < 2:
@@ -187,7 +221,8 @@ def build_fleet(nodes: int, limits: Mapping[tuple[str, str], int] | None = None)
         infer = hosts[: min(len(hosts), max(2, len(hosts) // 2))] if name == "east" else ()
         mine = tuple(sorted((a, int(g)) for (c, a), g in (limits or {}).items() if c == name))
         mig = tuple(f"{name}-mig-{i:02d}" for i in range(1, 2 + nodes // 64)) if name == MIG_CLUSTER else ()
-        clusters.append(Cluster(name, hosts + mig, infer, mine, mig))
+        shared = (f"{name}-nb-ts-01",) if name == SHARED_CLUSTER else ()
+        clusters.append(Cluster(name, hosts + mig + shared, infer, mine, mig, shared))
     return Fleet(tuple(clusters))
 
 

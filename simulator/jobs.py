@@ -35,6 +35,7 @@ class JobSpec:
     exit_code: tuple[int, int] = (0, 0)  # (return code, signal) when it ends FAILED on its own
     patience_s: int | None = None  # the user cancels it if it is still pending this long after submission
     array: tuple[int, int] | None = None  # (array key, task index): a task of a job array
+    shard: bool = False  # asks for shards of a time-sliced GPU (`--gres=shard:N`), not whole GPUs
 
 
 @dataclass

@@ -26,8 +26,8 @@ class Problem:
 @dataclass(frozen=True)
 class ClusterInfo:
     hosts: tuple[str, ...]
-    gpus: int  # schedulable GPU slots: whole GPUs and MIG instances (the exporters' series)
-    cards: int = 0  # physical GPUs: a MIG node's split cards count once each (0 in older manifests)
+    gpus: int  # schedulable GPU slots: whole GPUs, MIG instances (their own series) and a time-sliced node's shards
+    cards: int = 0  # physical GPUs: a MIG node's split cards and a shared node's cards once each (0: older manifests)
 
 
 @dataclass(frozen=True)

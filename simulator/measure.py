@@ -12,6 +12,7 @@ from collections import defaultdict
 
 import numpy as np
 
+from simulator.fleet import SHARED_REPLICAS
 from simulator.inference import E2E_BUCKETS, ReplicaSeries
 from simulator.jobs import Run
 from simulator.plan import HOUR_S, LOCAL_OFFSET_S, Plan
@@ -37,12 +38,15 @@ def queue_waits(runs: dict[str, list[Run]], plan: Plan) -> dict[str, list[float]
 
 
 def team_gpu_hours(runs: dict[str, list[Run]], plan: Plan) -> dict[str, float]:
+    """GPU-hours per team; a shard of a time-sliced GPU is 1/replicas of one, as the config's
+    `[[capacity.shared]]` rule counts it."""
     out: dict[str, float] = defaultdict(float)
     for rs in runs.values():
         for r in rs:
             held = r.holds(plan.start_s, plan.end_s, plan.end_s)
             if held is not None:
-                out[r.spec.account] += (held[1] - held[0]) * r.spec.gpus / 3600
+                gpus = r.spec.gpus / SHARED_REPLICAS if r.spec.shard else r.spec.gpus
+                out[r.spec.account] += (held[1] - held[0]) * gpus / 3600
     return dict(out)
 
 
@@ -76,7 +80,9 @@ def latency_p99(series: list[ReplicaSeries], plan: Plan, service: str, hours: se
 
 
 def idle_minutes(day: DayValues, team_of_job: dict[int, str], acc: dict[str, float]) -> None:
-    """Add each team's idle-held GPU-minutes of interactive jobs in `day` to `acc`."""
+    """Add each team's idle-held GPU-minutes of interactive jobs in `day` to `acc`. On a time-sliced
+    card each sharing job's row carries the card's values, idle only when every sharer is: a
+    sharer's idle minute counts 1/replicas of a GPU-minute (the card's minute split among them)."""
     below = (day.gr < IDLE_BELOW) & day.valid & (day.fb_used > HELD_MIB)
     job = np.where(day.valid, day.job, -1)
     n, m = job.shape
@@ -87,10 +93,12 @@ def idle_minutes(day: DayValues, team_of_job: dict[int, str], acc: dict[str, flo
     lengths = np.diff(np.r_[starts, n * m])
     jobs = job.ravel()[starts]
     idle = below.ravel()[starts] & (lengths >= IDLE_RUN_MIN) & (jobs > 0)
-    for j, length in zip(jobs[idle].tolist(), lengths[idle].tolist(), strict=True):
+    share = np.ones(n) if day.replicas is None else 1.0 / day.replicas
+    weights = share[starts[idle] // m]
+    for j, length, w in zip(jobs[idle].tolist(), lengths[idle].tolist(), weights.tolist(), strict=True):
         team = team_of_job.get(j)
         if team is not None:
-            acc[team] = acc.get(team, 0.0) + length
+            acc[team] = acc.get(team, 0.0) + length * w
 
 
 def inference_held(runs: list[Run], t0: int, t1: int) -> tuple[int, int]:

@@ -9,7 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from simulator import measure
-from simulator.fleet import TEAM_SHARES, Fleet
+from simulator.fleet import SHARED_CARDS, TEAM_SHARES, Fleet
 from simulator.inference import SERVICES, ReplicaSeries
 from simulator.jobs import Run
 from simulator.manifest import Problem
@@ -112,6 +112,7 @@ def _reserve_problem(fleet: Fleet, world: World, plan: Plan) -> Problem | None:
     if plan.breach is None:
         return None
     runs = world.runs.get("east", [])
+    east = fleet.cluster("east")
     culprit = next((r for r in runs if r.spec.key == RELEASE_KEY and r.start_s is not None), None)
     if culprit is None or culprit.start_s is None:
         return None
@@ -128,7 +129,8 @@ def _reserve_problem(fleet: Fleet, world: World, plan: Plan) -> Problem | None:
             "line": "inference_reserve",
             "min_gpus": normal,
             "gpus_held_by_inference": low,
-            "gpus_in_cluster": fleet.cluster("east").cards,
+            # the cards inference could hold: the time-sliced notebook node's A10Gs serve none
+            "gpus_in_cluster": east.cards - len(east.shared_hosts) * SHARED_CARDS,
             "preempting_job": culprit.job_id,
             "preempted_jobs": preempted,
             "cause": "QOS high may preempt inference; nlp's release run was pinned to the serving hosts",

@@ -75,10 +75,13 @@ class JobRow:
 
 
 def job_rows(runs: Mapping[str, Iterable[Run]], plan: Plan) -> list[JobRow]:
-    """The last record of every job whose last record ended inside the month."""
+    """The last record of every job whose last record ended inside the month. The notebooks of the
+    time-sliced node are left out: the published traces have no shards of a GPU."""
     last: dict[tuple[str, int], Run] = {}
     for cluster, rs in runs.items():
         for r in rs:
+            if r.spec.shard:
+                continue
             key = (cluster, r.job_id)
             seen = last.get(key)
             if seen is None or (r.attempt, r.submit_s) >= (seen.attempt, seen.submit_s):
@@ -140,15 +143,16 @@ def job_statistics(rows: list[JobRow]) -> dict[str, float]:
 
 
 def allocation(runs: Mapping[str, Iterable[Run]], plan: Plan, fleet: Fleet) -> float:
-    """Share of the fleet's whole-GPU time held by jobs over the month. MIG nodes are left out: the
-    published traces (Philly, Helios, Acme) have none, so their ranges say nothing about slices."""
+    """Share of the fleet's whole-GPU time held by jobs over the month. MIG and time-sliced nodes are
+    left out: the published traces (Philly, Helios, Acme) have none, so their ranges say nothing about
+    slices or shards."""
     held = 0
     for name, rs in runs.items():
         cluster = fleet.cluster(name)
         for r in rs:
             h = r.holds(plan.start_s, plan.end_s, plan.end_s)
             if h is not None:
-                held += (h[1] - h[0]) * sum(1 for s in r.slots if cluster.mig_slot(s) is None)
+                held += (h[1] - h[0]) * sum(1 for s in r.slots if cluster.is_whole(s))
     whole = sum(c.whole_gpus for c in fleet.clusters)
     return held / (whole * (plan.end_s - plan.start_s))
 
@@ -165,7 +169,7 @@ class UtilHistograms:
 
     def add(self, day: DayValues, serving: frozenset[int] = frozenset(), whole: np.ndarray | None = None) -> None:
         """Count a day's samples, leaving out minutes held by the online-inference jobs `serving`
-        and, with `whole` (a mask over the GPU slots), the slots it leaves out (MIG instances)."""
+        and, with `whole` (a mask over the GPU slots), the slots it leaves out (MIG instances, shards)."""
         values = {
             "gpu_util": day.util.astype(np.float64),
             "sm_active": day.gr * 100.0,
@@ -290,7 +294,7 @@ def month_statistics(start: date, days: int, seed: int, nodes: int) -> dict[str,
     for i, c in enumerate(fleet.clusters):
         model = TelemetryModel(c, world.runs[c.name], world.series[c.name], plan, i)
         serving = frozenset(r.job_id for r in world.runs[c.name] if r.spec.service is not None)
-        whole = np.array([c.mig_slot(s) is None for s in range(c.gpus)])
+        whole = np.array([c.is_whole(s) for s in range(c.gpus)])
         for d in range(plan.days):
             hist.add(model.day(d), serving, whole)
     stats.update(ks_statistics(hist))

@@ -11,6 +11,13 @@ checkpoint write); idle GPUs draw ~60-65 W [C]. Notebook behaviour has no public
 assumption: others' notebooks alternate short bursts and pauses under 25 minutes, research's
 planted notebooks sit idle for hours while holding 20-40 GiB.
 Missing telemetry (the planted exporter outage) is a missing sample, never a zero.
+
+The time-sliced notebook node (fleet.SHARED_*): each of its slots is one session's share of a card,
+drawn as any notebook's, then combined per card as DCGM sees it (it sees the card, never a session):
+GPU_UTIL and engine activity the sessions' sum clipped at 100 % (1.0), memory their sum, power and
+energy the card's once. Every slot row of a card carries the card's values and its own session's
+job; `valid` keeps one row per sharing job, or the card's first row when no session holds it, so the
+exporter writes the card once per sharing job (its `hpc_job` label) or once without one.
 """
 
 from __future__ import annotations
@@ -20,7 +27,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from simulator.fleet import FB_TOTAL_MIB, GPUS_PER_NODE, MIG_SLICES, Cluster
+from simulator.fleet import FB_TOTAL_MIB, GPUS_PER_NODE, MIG_SLICES, SHARED_FB_MIB, SHARED_REPLICAS, Cluster
 from simulator.inference import ReplicaSeries
 from simulator.jobs import Run
 from simulator.plan import DAY_S, NodeFailure, Plan
@@ -74,6 +81,7 @@ class DayValues:
     xid: np.ndarray
     offsets_ms: np.ndarray  # per host: scrape offset inside the minute
     fb_total: np.ndarray | None = None  # per GPU slot: its framebuffer (a MIG instance's own); None: H100s
+    replicas: np.ndarray | None = None  # per GPU slot: slots its card is shared between; None: 1 each
 
     @property
     def fb_free(self) -> np.ndarray:
@@ -119,6 +127,21 @@ def _mig_cards(cluster: Cluster) -> list[tuple[np.ndarray, np.ndarray]]:
     ]
 
 
+def _shared_cards(cluster: Cluster) -> list[np.ndarray]:
+    """Per time-sliced card of the cluster: its slots (the sessions sharing it), first slot first."""
+    cards: dict[tuple[int, int], list[int]] = {}
+    for slot in range(cluster.gpus):
+        card = cluster.shared_card(slot)
+        if card is not None:
+            cards.setdefault((slot // GPUS_PER_NODE, card), []).append(slot)
+    return [np.array(slots) for slots in cards.values()]
+
+
+# A10G: 150 W board power; idle draw while a context is open and without one (datasheet, nvidia-smi).
+SHARED_IDLE_W = (16.0, 24.0)
+SHARED_MAX_W = 150.0
+
+
 def _slices(cluster: Cluster, slot: int) -> int:
     mig = cluster.mig_slot(slot)
     return int(mig.profile.split("g.", 1)[0]) if mig else MIG_SLICES
@@ -139,10 +162,16 @@ class TelemetryModel:
         n = cluster.gpus
         boot = np.random.default_rng([plan.seed, cluster_index, 0xE7]).uniform(10, 60, n)
         self.cards = _mig_cards(cluster)
-        for slots, _ in self.cards:
-            boot[slots] = boot[slots[0]]  # a MIG card's instances share its counter
+        self.shared = _shared_cards(cluster)
+        for slots in [c[0] for c in self.cards] + self.shared:
+            boot[slots] = boot[slots[0]]  # a MIG card's instances (a shared card's sessions) share its counter
         self.energy = boot * DAY_S * 250.0 * 1000.0  # mJ since boot at the start of the range
         self.fb_total = np.array([m.fb_mib if (m := cluster.mig_slot(s)) else FB_TOTAL_MIB for s in range(n)])
+        self.replicas = np.ones(n, dtype=np.int64)
+        for slots in self.shared:
+            self.fb_total[slots] = SHARED_FB_MIB
+            self.replicas[slots] = SHARED_REPLICAS
+        self.per_slot = bool(self.cards or self.shared)
         self.failures: list[NodeFailure] = [f for f in plan.failures if f.cluster == cluster.name]
 
     def _sample_times(self, day_start: int) -> np.ndarray:
@@ -181,7 +210,7 @@ class TelemetryModel:
         util = np.where(busy, np.clip(out["util_hi"] - np.abs(noise[1]), 1, 100), 0.0)
         util = np.where(dip, 25 + 65 * spread[1], util).round()
         busy = busy | dip
-        fb_cap = (self.fb_total - 1)[:, None] if self.cards else FB_TOTAL_MIB - 1
+        fb_cap = (self.fb_total - 1)[:, None] if self.per_slot else FB_TOTAL_MIB - 1
         fb_used = np.where(held, np.clip(out["fb"] * (1 + 0.004 * noise[2]), 0, fb_cap), 0.0).round()
         idle_w = np.where(held, 78.0, 62.0) + 1.5 * noise[3]
         power = np.where(busy, np.minimum(700.0, 90 + 780 * gr + 12 * noise[3]), idle_w)
@@ -190,13 +219,19 @@ class TelemetryModel:
             # draw weighted by their slices, the unsplit slices at idle.
             card = (shares[:, None] * power[slots]).sum(axis=0) + (1.0 - shares.sum()) * 62.0
             power[slots] = card
+        for slots in self.shared:
+            _combine_shared(slots, (util, gr, fb_used, power), busy, held, noise[3, slots[0]], fb_cap)
         kernel = np.array([0.2, 0.3, 0.5])
         smooth = np.apply_along_axis(lambda p: np.convolve(np.r_[p[:2], p], kernel[::-1], "valid"), 1, power)
         temp = (27 + 0.062 * smooth + 0.6 * rng.standard_normal((n, MINUTES))).round()
+        for slots in self.shared:
+            temp[slots] = temp[slots[0]]  # one card, one temperature on every copy of its series
         energy = self.energy[:, None] + np.cumsum(power * 60_000.0, axis=1)
         self.energy = energy[:, -1].copy()
         xid = self._xids(t_ms)
         valid = self._valid(t_ms)
+        for slots in self.shared:
+            valid[slots] &= _shared_rows(out["job"][slots])
         return DayValues(
             cluster=c.name,
             day_start_s=day_start,
@@ -210,7 +245,8 @@ class TelemetryModel:
             energy=energy.round(0),
             xid=xid,
             offsets_ms=self.offsets,
-            fb_total=self.fb_total if self.cards else None,
+            fb_total=self.fb_total if self.per_slot else None,
+            replicas=self.replicas if self.shared else None,
         )
 
     def _fill(self, r: Run, end: int, t_ms: np.ndarray, out: dict[str, np.ndarray]) -> None:
@@ -251,6 +287,9 @@ class TelemetryModel:
                     drawn[2, i] = rng.uniform(20480, 40960)
                 else:
                     drawn[2, i] = rng.uniform(*profile.fb) * FB_TOTAL_MIB
+                if self.replicas[slots[i]] > 1:
+                    # A session on a shared card holds as much of its smaller card, over the sharers.
+                    drawn[2, i] *= self.fb_total[slots[i]] / FB_TOTAL_MIB / self.replicas[slots[i]]
             out["level"][rows, a:b] = drawn[0][:, None]
             out["util_hi"][rows, a:b] = drawn[1][:, None]
             out["fb"][rows, a:b] = drawn[2][:, None]
@@ -296,6 +335,40 @@ class TelemetryModel:
             b = int(np.searchsorted(ts, t1 * 1000))
             valid[host * 8 : host * 8 + 8, a:b] = False
         return valid
+
+
+def _combine_shared(  # noqa: PLR0917 - the day's arrays, changed in place
+    slots: np.ndarray,
+    values: tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray],
+    busy: np.ndarray,
+    held: np.ndarray,
+    noise: np.ndarray,
+    fb_cap: np.ndarray | int,
+) -> None:
+    """One time-sliced card's values from its sessions' (rows `slots`), written back on every row:
+    utilisation and engine activity summed and clipped, memory summed up to the card's, power the
+    card's own (an A10G's range, not an H100's)."""
+    util, gr, fb_used, power = values
+    card_gr = np.minimum(gr[slots].sum(axis=0), 1.0).round(4)
+    card_util = np.minimum(util[slots].sum(axis=0), 100.0)
+    cap = fb_cap[slots[0]] if isinstance(fb_cap, np.ndarray) else fb_cap
+    card_fb = np.minimum(fb_used[slots].sum(axis=0), cap)
+    anyone = held[slots].any(axis=0)
+    idle_w = np.where(anyone, SHARED_IDLE_W[1], SHARED_IDLE_W[0]) + 0.5 * noise
+    card_w = np.where(busy[slots].any(axis=0), np.minimum(SHARED_MAX_W, 30 + 120 * card_gr + 3 * noise), idle_w)
+    for array, card in ((util, card_util), (gr, card_gr), (fb_used, card_fb), (power, card_w)):
+        array[slots] = card
+
+
+def _shared_rows(job: np.ndarray) -> np.ndarray:
+    """Which rows of a shared card's (sessions, minutes) jobs the exporter writes: one per sharing job
+    (a job on two of the card's slots once), and the first row alone when no session holds the card."""
+    keep = job > 0
+    for i in range(1, len(job)):
+        for j in range(i):
+            keep[i] &= job[i] != job[j]
+    keep[0] |= ~keep.any(axis=0)
+    return keep
 
 
 def xid_text(code: int) -> str:

@@ -20,7 +20,7 @@ hour (assumption; the traces count cancelled jobs but do not say whether they ha
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 
@@ -111,6 +111,11 @@ EAST = (
            ((1, 0.8), (2, 0.2)), 30, 1.5),
 )
 EAST_CHAINS = (("nlp", 4, 0.125, 10 * 24 * 60),)
+# Notebooks that ask for a shard of the time-sliced node (`--gres=shard:1`, fleet.SHARED_*): one such
+# node per fleet, so the stream is not scaled with the fleet; about 1.3 sessions at a time on its
+# eight shards, several in the working hours.
+SHARD_NOTEBOOKS = Stream("notebook", "interactive", "high", (("nlp", 0.3), ("vision", 0.25), ("speech", 0.25),
+                         ("platform", 0.2)), 36, ((1, 1.0),), 60, 0.6, 0.6)
 # Multi-node chains take 2-16 whole nodes, at most a quarter of the cluster each.
 CHAIN_SIZES = (128, 64, 32, 16)
 MAX_JOB_NODES = 16  # the issue's 2-16 nodes; the traces' largest jobs are 128-2,048 GPUs
@@ -237,10 +242,13 @@ def user_limit(rng: np.random.Generator, work_s: int, partition_max_s: int) -> i
     return int(min(partition_max_s, max(600, math.ceil(want / step) * step)))
 
 
-def stream_jobs(cluster: Cluster, plan: Plan, streams: tuple[Stream, ...], free_gpus: int) -> list[JobSpec]:
+def stream_jobs(
+    cluster: Cluster, plan: Plan, streams: tuple[Stream, ...], free_gpus: int, first: int = 0
+) -> list[JobSpec]:
+    """The jobs of `streams`, numbered (their seeds and keys) from stream `first` on."""
     scale = free_gpus / REFERENCE_GPUS[cluster.name]
     specs = []
-    for k, stream in enumerate(streams):
+    for k, stream in enumerate(streams, start=first):
         rng = np.random.default_rng([plan.seed, 0xC1 if cluster.name == "east" else 0xC2, k])
         times = _arrivals(rng, plan, stream.per_day * scale, stream.weekend)
         burst_of: np.ndarray | None = None
@@ -437,6 +445,16 @@ def planted_release(replicas: tuple[Replica, ...], plan: Plan) -> tuple[JobSpec,
     return run, Filler(ablation, t0 - 300, t1, 60, t1 + 1200)
 
 
+def shard_jobs(cluster: Cluster, plan: Plan) -> list[JobSpec]:
+    """The notebooks of the cluster's time-sliced node, pinned to it; none without one. Numbered after
+    the cluster's streams, so every other job keeps its seed and key."""
+    if not cluster.shared_hosts:
+        return []
+    host = cluster.hosts.index(cluster.shared_hosts[0])
+    specs = stream_jobs(cluster, plan, (SHARD_NOTEBOOKS,), REFERENCE_GPUS[cluster.name], first=len(EAST) + len(WEST))
+    return [replace(s, nodelist=(host,), shard=True) for s in specs]
+
+
 def cluster_jobs(
     cluster: Cluster, plan: Plan, replicas: tuple[Replica, ...]
 ) -> tuple[list[JobSpec], tuple[Filler, ...]]:
@@ -447,6 +465,7 @@ def cluster_jobs(
     chain_gpus = sum(s.gpus for s in chained)
     specs = inference_jobs(replicas, plan) + chained
     specs += stream_jobs(cluster, plan, EAST if east else WEST, max(0, free - chain_gpus))
+    specs += shard_jobs(cluster, plan)
     fillers: tuple[Filler, ...] = ()
     planted = planted_release(replicas, plan) if east else None
     if planted is not None:

@@ -4,6 +4,8 @@ One file per cluster-day, gzip level 1 with mtime 0 (same input, same bytes). Wi
 series (label set) is contiguous with its samples in time order, as the strict parser requires.
 A GPU whose job changes gets a new series (its `hpc_job` label changes); a GPU that returns to a
 series it had earlier in the day (idle again, or the same job after a requeue) continues that one.
+A time-sliced card's slot rows all carry the card's labels: their samples are one series per
+(card, job), whichever of the card's rows they came from.
 Lines are built per series with one `bytes.join` over vectorised "value timestamp" strings.
 """
 
@@ -18,7 +20,7 @@ from typing import BinaryIO
 import numpy as np
 import polars as pl
 
-from simulator.fleet import DRIVER_VERSION, GPUS_PER_NODE, MODEL_NAME, Cluster, gpu_uuid, pci_bus_id
+from simulator.fleet import DRIVER_VERSION, GPUS_PER_NODE, Cluster
 from simulator.inference import E2E_BUCKETS, TTFT_BUCKETS, ReplicaSeries
 from simulator.telemetry import DayValues, xid_text
 
@@ -94,12 +96,16 @@ def _values(v: np.ndarray, integral: bool | None = None) -> pl.Series:
     return pl.Series(v.astype(np.int64)).cast(pl.Utf8)
 
 
-def _series_order(key: np.ndarray, valid: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
-    """Flat sample indices grouped by (GPU, key) in order of each group's first minute, then time.
+def _series_order(
+    key: np.ndarray, valid: np.ndarray, row: np.ndarray | None = None
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """Flat sample indices grouped by (label row, key) in order of each group's first minute, then time.
 
-    Returns (indices into the flattened arrays, group start positions, group GPU, group key).
-    A GPU's samples fall into a few stretches of one key (a job, or idle between jobs), so the
-    sorting is done on those stretches and the samples follow them.
+    `row`: per GPU slot, the slot whose labels its series carry (the card's first slot for the
+    sessions of a time-sliced card; default: itself). Returns (indices into the flattened arrays,
+    group start positions, group label row, group key). A GPU's samples fall into a few stretches
+    of one key (a job, or idle between jobs), so the sorting is done on those stretches and the
+    samples follow them. The rows of one label row must not hold one key at the same minute.
     """
     m = key.shape[1]
     flat = np.flatnonzero(valid.ravel())
@@ -109,45 +115,54 @@ def _series_order(key: np.ndarray, valid: np.ndarray) -> tuple[np.ndarray, np.nd
     change[1:] = (slot[1:] != slot[:-1]) | (k[1:] != k[:-1])
     seg = np.flatnonzero(change)  # stretch starts, as positions in `flat` (time order within a GPU)
     seg_len = np.diff(np.r_[seg, len(flat)])
-    seg_slot, seg_key = slot[seg], k[seg]
-    by_key = np.lexsort((seg, seg_key, seg_slot))
-    s1, k1, p1 = seg_slot[by_key], seg_key[by_key], seg[by_key]
+    seg_key = k[seg]
+    seg_row = slot[seg] if row is None else row[slot[seg]]
+    seg_min = flat[seg] % m
+    by_key = np.lexsort((seg_min, seg_key, seg_row))
+    r1, k1, m1 = seg_row[by_key], seg_key[by_key], seg_min[by_key]
     new = np.ones(len(by_key), dtype=bool)
-    new[1:] = (s1[1:] != s1[:-1]) | (k1[1:] != k1[:-1])
+    new[1:] = (r1[1:] != r1[:-1]) | (k1[1:] != k1[:-1])
     group = np.flatnonzero(new)
-    first = np.repeat(p1[group], np.diff(np.r_[group, len(by_key)]))
-    stretches = by_key[np.lexsort((p1, first, s1))]
+    first = np.repeat(m1[group], np.diff(np.r_[group, len(by_key)]))
+    # The key breaks ties: two series of one label row may start in the same minute.
+    stretches = by_key[np.lexsort((m1, k1, first, r1))]
     lengths = seg_len[stretches]
     before = np.cumsum(lengths) - lengths
     pos = np.repeat(seg[stretches] - before, lengths) + np.arange(len(flat))
-    s2, k2 = seg_slot[stretches], seg_key[stretches]
+    r2, k2 = seg_row[stretches], seg_key[stretches]
     new2 = np.ones(len(stretches), dtype=bool)
-    new2[1:] = (s2[1:] != s2[:-1]) | (k2[1:] != k2[:-1])
+    new2[1:] = (r2[1:] != r2[:-1]) | (k2[1:] != k2[:-1])
     g = np.flatnonzero(new2)
-    return flat[pos], before[g], s2[g], k2[g]
+    return flat[pos], before[g], r2[g], k2[g]
 
 
 @dataclass(frozen=True)
 class DcgmLabels:
-    """Per GPU slot: the dcgm-exporter labels before and after the optional attribute labels."""
+    """Per GPU slot: the dcgm-exporter labels before and after the optional attribute labels, and
+    the slot whose labels its series carry (`row`; None when every slot is its own GPU)."""
 
     head: tuple[str, ...]
     tail: tuple[str, ...]
+    row: np.ndarray | None = None
 
 
 def dcgm_labels(cluster: Cluster) -> DcgmLabels:
     head, tail = [], []
+    row = np.arange(cluster.gpus)
     for slot in range(cluster.gpus):
         g = cluster.gpu(slot)
         host, i = g.host, g.index
         # A MIG instance's series: its card's labels, then GPU_I_PROFILE and GPU_I_ID (render_metrics.go order).
         mig = f',GPU_I_PROFILE="{g.mig.profile}",GPU_I_ID="{g.mig.gi}"' if g.mig else ""
         head.append(
-            f'gpu="{i}",UUID="{gpu_uuid(host, i)}",pci_bus_id="{pci_bus_id(i)}",device="nvidia{i}",'
-            f'modelName="{MODEL_NAME}"{mig},Hostname="{host}",DCGM_FI_DRIVER_VERSION="{DRIVER_VERSION}"'
+            f'gpu="{i}",UUID="{g.uuid}",pci_bus_id="{g.pci_bus_id}",device="nvidia{i}",'
+            f'modelName="{g.model}"{mig},Hostname="{host}",DCGM_FI_DRIVER_VERSION="{DRIVER_VERSION}"'
         )
         tail.append(f'instance="{host}:{EXPORTER_PORT}",job="dcgm-exporter",cluster="{cluster.name}"')
-    return DcgmLabels(tuple(head), tuple(tail))
+        if g.replicas > 1:  # a time-sliced card's sessions: the card's first slot speaks for them
+            row[slot] = slot - slot % g.replicas
+    shared = bool((row != np.arange(cluster.gpus)).any())
+    return DcgmLabels(tuple(head), tuple(tail), row if shared else None)
 
 
 # Samples per piece of a family's text (about 2.5 MB): a cluster-day of 5,000 GPUs is ~18 GB of
@@ -193,7 +208,7 @@ class _Order:
 
 
 def _order(day: DayValues, key: np.ndarray, ms: np.ndarray, labels: DcgmLabels, *, xid: bool) -> _Order:
-    idx, starts, slots, keys = _series_order(key, day.valid)
+    idx, starts, slots, keys = _series_order(key, day.valid, labels.row)
     return _Order(idx, starts, slots, keys, _label_sets(labels, slots, keys, xid=xid), " " + ts_strings(ms[idx]))
 
 

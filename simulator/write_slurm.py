@@ -66,13 +66,18 @@ def _tres(kind: str, name: str, tres_id: int, count: int | None) -> dict[str, An
     return {"type": kind, "name": name, "id": tres_id, "count": count}
 
 
-# TRES ids the database gives each MIG gres type as it first sees it (after gres/gpu and gres/gpu:h100).
+# TRES ids the database gives each MIG gres type as it first sees it (after gres/gpu and gres/gpu:h100),
+# and gres/shard's (AccountingStorageTRES=gres/gpu,gres/shard) after them.
 _MIG_TRES_IDS = {"1g.10gb": 1003, "2g.20gb": 1004, "3g.40gb": 1005, "4g.40gb": 1006}
+_SHARD_TRES_ID = 1007
 
 
-def _gres(gpus: int, typed: bool, mig: Sequence[str] = ()) -> list[dict[str, Any]]:
+def _gres(gpus: int, typed: bool, mig: Sequence[str] = (), *, shard: bool = False) -> list[dict[str, Any]]:
     """gres/gpu and its typed counts; `mig`: the profiles of the MIG instances among the GPUs, which
-    Slurm (AutoDetect=nvml) types by profile."""
+    Slurm (AutoDetect=nvml) types by profile. A shard request (`--gres=shard:N`) holds gres/shard
+    alone: N shards of a time-sliced GPU and no gres/gpu."""
+    if shard:
+        return [_tres("gres", "shard", _SHARD_TRES_ID, gpus)]
     out = [_tres("gres", "gpu", 1001, gpus)]
     whole = gpus - len(mig)
     if typed and whole:
@@ -127,7 +132,7 @@ def _step(  # noqa: PLR0917 - one record's parts, in the order the record holds 
                 _tres("cpu", "", 1, run.spec.gpus * CPUS_PER_GPU),
                 _tres("mem", "", 2, run.spec.gpus * MEM_MB_PER_GPU),
                 _tres("node", "", 4, len(nodes)),
-                *_gres(run.spec.gpus, True, mig),
+                *_gres(run.spec.gpus, True, mig, shard=run.spec.shard),
             ],
         },
     }
@@ -159,7 +164,7 @@ def sacct_record(run: Run, cluster: Cluster, as_of_s: int) -> dict[str, Any]:
         _tres("mem", "", 2, spec.gpus * MEM_MB_PER_GPU),
         _tres("node", "", 4, n_nodes),
         _tres("billing", "", 5, spec.gpus * CPUS_PER_GPU),
-        *_gres(spec.gpus, spec.typed_gres),
+        *_gres(spec.gpus, spec.typed_gres, shard=spec.shard),
     ]
     allocated = []
     if started:
@@ -169,7 +174,7 @@ def sacct_record(run: Run, cluster: Cluster, as_of_s: int) -> dict[str, Any]:
             _tres("energy", "", 3, -2),
             _tres("node", "", 4, len(nodes)),
             _tres("billing", "", 5, spec.gpus * CPUS_PER_GPU),
-            *_gres(spec.gpus, True, _mig_profiles(run, cluster)),
+            *_gres(spec.gpus, True, _mig_profiles(run, cluster), shard=spec.shard),
         ]
     job_code, step_code = record_exit(run)
     task = spec.array[1] if spec.array is not None else None

@@ -65,11 +65,15 @@ def _uid(user: str) -> int:
     return 10_000 + sum(ord(c) for c in user) % 5000
 
 
-def _tres(gpus: int, nodes: int, mig: Sequence[str] = ()) -> str:
-    """AllocTRES as `sacct -P` prints it; MIG instances add their typed gres (`gres/gpu:1g.10gb=1`)."""
+def _tres(gpus: int, nodes: int, mig: Sequence[str] = (), *, shard: bool = False) -> str:
+    """AllocTRES as `sacct -P` prints it; MIG instances add their typed gres (`gres/gpu:1g.10gb=1`);
+    a shard request holds `gres/shard=N` and no gres/gpu."""
     cpus = gpus * CPUS_PER_GPU
+    head = f"cpu={cpus},mem={gpus * MEM_MB_PER_GPU // 1024}G,node={nodes},billing={cpus}"
+    if shard:
+        return f"{head},gres/shard={gpus}"
     typed = "".join(f",gres/gpu:{p}={mig.count(p)}" for p in sorted(set(mig)))
-    return f"cpu={cpus},mem={gpus * MEM_MB_PER_GPU // 1024}G,node={nodes},billing={cpus},gres/gpu={gpus}{typed}"
+    return f"{head},gres/gpu={gpus}{typed}"
 
 
 def squeue_job(run: Run, reason: str, priority: int, cluster: Cluster) -> dict[str, Any]:
@@ -99,7 +103,7 @@ def squeue_job(run: Run, reason: str, priority: int, cluster: Cluster) -> dict[s
         "state_reason": reason,
         "submit_time": _num(run.submit_s),
         "time_limit": _num(spec.limit_min),
-        "tres_req_str": _tres(spec.gpus, max(1, spec.gpus // GPUS_PER_NODE)),
+        "tres_req_str": _tres(spec.gpus, max(1, spec.gpus // GPUS_PER_NODE), shard=spec.shard),
         "tres_alloc_str": "",
         "user_name": spec.user,
     }
@@ -155,7 +159,9 @@ def sacct_line(run: Run, cluster: Cluster) -> str:
         _when(run.submit_s),
         _when(run.start_s),
         _when(run.end_s),
-        _tres(spec.gpus, len(nodes), [m.profile for s in run.slots if (m := cluster.mig_slot(s))]) if started else "",
+        _tres(spec.gpus, len(nodes), [m.profile for s in run.slots if (m := cluster.mig_slot(s))], shard=spec.shard)
+        if started
+        else "",
         hostlist(nodes) if nodes else "None assigned",
     )
     return "|".join(fields) + "\n"

@@ -30,7 +30,7 @@ import polars as pl
 from collectors.batch import Problem
 from collectors.sacct import BadFieldError, _events, checked, exit_text
 from collectors.sacctmgr import pipe_records
-from collectors.slurm.shapes import gpu_in_tres
+from collectors.slurm.shapes import gpu_in_tres, gpu_or_shard_in_tres
 from gpusteward import capacity, tables
 
 REQUIRED = ("JobID", "JobIDRaw", "Cluster", "Account", "Partition", "QOS", "State", "ExitCode", "DerivedExitCode",
@@ -141,9 +141,13 @@ def _gpus(text: str) -> int | None:
         return None
     if re.search(r"(?:^|,)gres/gpu=-", text):
         raise ValueError("GPU count is negative")
+    if re.search(r"(?:^|,)gres/shard=-", text):
+        raise ValueError("shard count is negative")
     count = gpu_in_tres(text)
     if count is None and "gres/gpu:" in text:  # only typed entries: their sum
         count = sum(int(n) for n in re.findall(r"(?:^|,)gres/gpu:[^=,]+=(\d{1,10})", text, re.ASCII))
+    if count is None:  # shards of time-sliced GPUs (`--gres=shard:1`): each one slot
+        count = gpu_or_shard_in_tres(text)
     return count
 
 

@@ -31,6 +31,8 @@ QUOTA_USAGE = tables.QUOTA_USAGE
 JOB_GPUS = tables.schema({"cluster": pl.Utf8, "job_id": pl.Int64, "host": pl.Utf8, "gpu": pl.Int16})
 
 _GPU_IN_TRES = re.compile(r"(?:^|,)gres/gpu=(\d+)(?:,|$)", re.ASCII)
+_SHARD_IN_TRES = re.compile(r"(?:^|,)gres/shard=(\d+)(?:,|$)", re.ASCII)
+_TYPED_SHARDS = re.compile(r"(?:^|,)gres/shard:[^=,]+=(\d{1,10})(?=,|$)", re.ASCII)
 _GRES_IDX = re.compile(r"gpu(?::[^:(]+)?:\d+\(IDX:([^)]*)\)", re.ASCII)
 _IDX = re.compile(r"\d{1,5}(?:-\d{1,5})?(?:,\d{1,5}(?:-\d{1,5})?)*", re.ASCII)
 _DIGITS = re.compile(r"\d{1,19}", re.ASCII)
@@ -43,6 +45,24 @@ def gpu_in_tres(text: str | None) -> int | None:
     """`gres/gpu=N` in a TRES string such as `cpu=1,gres/gpu=2,gres/gpu:h100=2`."""
     m = _GPU_IN_TRES.search(text or "")
     return int(m.group(1)) if m else None
+
+
+def gpu_or_shard_in_tres(text: str | None) -> int | None:
+    """A job's GPU slots in a TRES string: `gres/gpu=N`, else its shards of time-sliced GPUs
+    (`gres/shard=N`, or the sum of typed `gres/shard:<type>=N`), each one slot; none: None.
+
+    Slurm's shard gres hands out a GPU several times over (gres.conf `Name=shard Count=`), and a
+    job that asked for shards (`--gres=shard:1`) holds gres/shard and no gres/gpu; the config's
+    `[[capacity.shared]]` rule of the node (replicas = shards per GPU) makes a slot 1/replicas of a GPU.
+    """
+    gpus = gpu_in_tres(text)
+    if gpus is not None:
+        return gpus
+    m = _SHARD_IN_TRES.search(text or "")
+    if m:
+        return int(m.group(1))
+    typed = _TYPED_SHARDS.findall(text or "")
+    return sum(int(n) for n in typed) if typed else None
 
 
 def gpu_in_tres_list(items: Any) -> int | None:
@@ -345,7 +365,8 @@ def pending_jobs(data: Any, *, cluster: str, ts: datetime, source: str) -> pl.Da
 
     The reason is Slurm's `state_reason` as squeue prints it: AssocGrpGRES or QOSGrpGRES (a quota),
     AssocMaxJobsLimit and the like (other limits), Priority or Resources (capacity), Dependency,
-    BeginTime, JobHeldUser... GPUs asked and their type: `collectors.slurm.gpu_request`.
+    BeginTime, JobHeldUser... GPUs asked and their type: `collectors.slurm.gpu_request`; a job that asked
+    for no GPU but for shards of time-sliced GPUs: its `gres/shard` count in `tres_req_str`.
     """
     rows = []
     for i, job in enumerate(_records(data, ("jobs",), source)):
@@ -354,6 +375,8 @@ def pending_jobs(data: Any, *, cluster: str, ts: datetime, source: str) -> pl.Da
                 continue
             array_job = _number(job.get("array_job_id")) or None
             asked, gpu_type = gpu_request(job, _number)
+            if asked is None:
+                asked = gpu_or_shard_in_tres(_text(job.get("tres_req_str"), "tres_req_str"))
             gpus = _bounded(asked, "gres/gpu asked")
             reason = _text(job.get("state_reason"), "state_reason")
             rows.append((

@@ -31,8 +31,16 @@ def gpus_of(job: dict[str, Any]) -> int:
     return sum(t["count"] for t in job["tres"]["allocated"] if t["type"] == "gres" and t["name"] == "gpu")
 
 
+def shards_of(job: dict[str, Any]) -> int:
+    """gres/shard: shards of the time-sliced node's GPUs (a notebook that asked `--gres=shard:1`)."""
+    return sum(t["count"] for t in job["tres"]["allocated"] if t["type"] == "gres" and t["name"] == "shard")
+
+
 def gpu_equivalents_of(job: dict[str, Any]) -> float:
-    """gres/gpu in whole GPUs: a typed MIG gres (`gpu:3g.40gb`) counts its slices of a 7-slice H100."""
+    """gres/gpu in whole GPUs: a typed MIG gres (`gpu:3g.40gb`) counts its slices of a 7-slice H100, a
+    shard a quarter of its card (the demo config's `[[capacity.shared]]` replicas)."""
+    if shards_of(job):
+        return shards_of(job) / 4
     gres = [t for t in job["tres"]["allocated"] if t["type"] == "gres"]
     mig = [(int(t["name"][4:].split("g.")[0]), t["count"]) for t in gres if re.fullmatch(r"gpu:\dg\.\d+gb", t["name"])]
     return float(gpus_of(job) - sum(n for _, n in mig) + sum(s * n / 7 for s, n in mig))

@@ -17,12 +17,13 @@ import simulator.run
 from simulator import Manifest, simulate
 from simulator.fleet import build_fleet
 from simulator.workload import scale_out_sizes
-from tests.simulator.helpers import epoch, expand_hostlist, gpus_of, sacct_jobs
+from tests.simulator.helpers import epoch, expand_hostlist, gpus_of, sacct_jobs, shards_of
 
 DATA = Path(__file__).resolve().parents[1] / "data" / "scheduler"
 FIXTURE = DATA / "sacct_slurm_23_11_5.json"
 STEP_FIXTURE = DATA / "slurm" / "23.11-v0.0.40" / "slurmdb-job-timeout.json"
-_HOSTS = r"[a-z]+-(gpu|mig)-(\d+|\[\d+(-\d+)?(,\d+(-\d+)?)*\])"  # MIG nodes are <cluster>-mig-NN
+# MIG nodes are <cluster>-mig-NN, the time-sliced notebook node <cluster>-nb-ts-NN
+_HOSTS = r"[a-z]+-(gpu|mig|nb-ts)-(\d+|\[\d+(-\d+)?(,\d+(-\d+)?)*\])"
 HOSTLIST = re.compile(rf"^{_HOSTS}(,{_HOSTS})*$")
 
 
@@ -85,8 +86,10 @@ def test_manifest_round_trips_and_describes_the_fleet(short_run: tuple[Path, Man
     assert manifest.seed == 11
     assert manifest.start == "2026-10-01"
     assert manifest.days == 3
-    assert manifest.clusters["east"].hosts == ("east-gpu-01", "east-gpu-02", "east-gpu-03", "east-mig-01")
-    assert (manifest.clusters["east"].gpus, manifest.clusters["east"].cards) == (32, 27)  # 8 MIG slots on 3 cards
+    east_hosts = ("east-gpu-01", "east-gpu-02", "east-gpu-03", "east-mig-01", "east-nb-ts-01")
+    assert manifest.clusters["east"].hosts == east_hosts
+    # 8 MIG slots on 3 cards, 8 shards on the notebook node's 2 cards
+    assert (manifest.clusters["east"].gpus, manifest.clusters["east"].cards) == (40, 29)
     assert (manifest.clusters["west"].gpus, manifest.clusters["west"].cards) == (24, 24)
     kinds = {p.kind: p for p in manifest.planted}
     assert kinds["reserve_breach"].subject == "east"
@@ -134,9 +137,14 @@ def test_sacct_json_has_the_23_11_shape(short_run: tuple[Path, Manifest]) -> Non
         if job["time"]["start"]:
             assert HOSTLIST.match(job["nodes"]), job["nodes"]
             gres = {t["name"] for t in job["tres"]["allocated"] if t["type"] == "gres"}
-            assert "gpu" in gres
-            assert "gpu:h100" in gres or any(re.fullmatch(r"gpu:\dg\.\d+gb", g) for g in gres), gres  # MIG types
-            assert gpus_of(job) >= 1
+            if job["nodes"] == "east-nb-ts-01":  # a notebook that asked for a shard: gres/shard alone
+                assert gres == {"shard"}
+                assert shards_of(job) == 1
+                assert {t["name"] for t in job["tres"]["requested"] if t["type"] == "gres"} == {"shard"}
+            else:
+                assert "gpu" in gres
+                assert "gpu:h100" in gres or any(re.fullmatch(r"gpu:\dg\.\d+gb", g) for g in gres), gres  # MIG
+                assert gpus_of(job) >= 1
             assert list(job["steps"][0]) == list(step_fixture)
         if job["state"]["current"] == ["RUNNING"]:
             assert job["time"]["end"] == 0

@@ -112,15 +112,26 @@ def test_one_sample_per_gpu_per_minute(short_run: tuple[Path, Manifest]) -> None
     out, manifest = short_run
     lines = text(out / "dcgm" / "east" / "2026-10-02.om.gz").splitlines()
     util = [line for line in lines if line.startswith("DCGM_FI_DEV_GPU_UTIL{")]
-    assert len(util) == manifest.clusters["east"].gpus * 1440
+    # The time-sliced node's two cards are written once per sharing job (or once when idle): every
+    # other slot is a GPU of its own, one sample a minute.
+    shared = [line for line in util if label(line, "Hostname") == "east-nb-ts-01"]
+    assert len(util) - len(shared) == (manifest.clusters["east"].gpus - 8) * 1440
     day = epoch(date(2026, 10, 2))
     per_gpu: dict[tuple[str | None, str | None, str | None], list[float]] = {}
+    per_series: dict[tuple[str | None, ...], list[float]] = {}
     for line in util:  # a MIG instance is a series of its own: its card's gpu label and its GPU_I_ID
         key = (label(line, "Hostname"), label(line, "gpu"), label(line, "GPU_I_ID"))
         per_gpu.setdefault(key, []).append(sample_time(line))
-    for times in per_gpu.values():
+        per_series.setdefault((*key, label(line, "hpc_job")), []).append(sample_time(line))
+    assert len([k for k in per_gpu if k[0] == "east-nb-ts-01"]) == 2
+    for key, times in per_gpu.items():
         minutes = sorted(int(t - day) // 60 for t in times)
-        assert minutes == list(range(1440))
+        if key[0] == "east-nb-ts-01":
+            assert sorted(set(minutes)) == list(range(1440))
+        else:
+            assert minutes == list(range(1440))
+    for times in per_series.values():  # a sharing job's copy of its card: one sample a minute too
+        assert len(set(times)) == len(times)
 
 
 def test_outage_minutes_have_no_samples_at_all(short_run: tuple[Path, Manifest]) -> None:

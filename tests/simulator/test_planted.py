@@ -19,7 +19,16 @@ import pytest
 from simulator import Manifest, simulate
 from simulator.inference import E2E_BUCKETS
 from simulator.measure import histogram_quantile
-from tests.simulator.helpers import epoch, gpu_equivalents_of, gpus_of, label, sacct_jobs, sample_time, text
+from tests.simulator.helpers import (
+    epoch,
+    gpu_equivalents_of,
+    gpus_of,
+    label,
+    sacct_jobs,
+    sample_time,
+    shards_of,
+    text,
+)
 
 START = date(2026, 10, 1)
 DAYS = 21
@@ -112,9 +121,9 @@ def test_the_inference_reserve_breaks_only_on_day_12(
         b = int(np.searchsorted(minutes, end, "left"))
         if j["partition"] == "infer":
             serving[a + 1 if start > minutes[a] else a : b] += gpus_of(j)
-        else:
+        elif not shards_of(j):  # the notebook node's shards hold none of the GPUs inference could use
             others[a:b] += gpu_equivalents_of(j)  # a MIG instance holds its slices of a card
-    available = month[1].clusters["east"].cards - others
+    available = month[1].clusters["east"].cards - 2 - others  # the notebook node's two A10Gs serve no inference
     below = np.r_[0, (available < 12).astype(int), 0]
     edges = np.flatnonzero(np.diff(below))
     episodes = [(a, b) for a, b in zip(edges[::2], edges[1::2], strict=True) if b - a >= 10]  # the line's `for`

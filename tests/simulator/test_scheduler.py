@@ -101,16 +101,17 @@ def test_a_requeued_job_has_a_preempted_record_then_a_new_one(short_run: tuple[P
             assert nxt["time"]["submission"] > prev["time"]["submission"]
 
 
-def test_the_default_fleet_is_two_clusters_of_four_h100_nodes_and_a_mig_node() -> None:
+def test_the_default_fleet_is_two_clusters_of_four_h100_nodes_a_mig_node_and_a_notebook_node() -> None:
     fleet = build_fleet(8)
     east, west = fleet.clusters
     assert (east.name, west.name) == ("east", "west")
-    assert east.hosts == ("east-gpu-01", "east-gpu-02", "east-gpu-03", "east-gpu-04", "east-mig-01")
+    assert east.hosts == ("east-gpu-01", "east-gpu-02", "east-gpu-03", "east-gpu-04", "east-mig-01", "east-nb-ts-01")
     assert east.infer_hosts == ("east-gpu-01", "east-gpu-02")
     assert west.infer_hosts == ()
     assert (east.mig_hosts, west.mig_hosts) == (("east-mig-01",), ())
-    assert fleet.gpus == 72  # schedulable: 64 whole GPUs and the MIG node's 8 instances
-    assert (east.whole_gpus, east.cards) == (32, 35)
+    assert (east.shared_hosts, west.shared_hosts) == (("east-nb-ts-01",), ())
+    assert fleet.gpus == 80  # schedulable: 64 whole GPUs, the MIG node's 8 instances and 8 shards
+    assert (east.whole_gpus, east.cards) == (32, 37)
     mig = east.gpu(32 + 1)  # the MIG node's second slot: card 0's 2g.20gb instance
     assert (mig.host, mig.device, mig.mig.profile if mig.mig else None) == ("east-mig-01", "nvidia0", "2g.20gb")
     assert east.partition_hosts("train") == (0, 1, 2, 3)
@@ -124,6 +125,7 @@ def test_larger_fleets_pad_host_numbers_and_scale_the_infer_partition() -> None:
     east, west = build_fleet(201).clusters
     assert len(east.whole_hosts) == 101
     assert len(east.mig_hosts) == 4  # one, and one per 64 nodes
+    assert east.shared_hosts == ("east-nb-ts-01",)  # one per fleet, whatever its size
     assert len(west.hosts) == 100
     assert east.hosts[0] == "east-gpu-001"
     assert len(east.infer_hosts) == 50

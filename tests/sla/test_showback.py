@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from dataclasses import replace
 from datetime import timedelta
 from decimal import Decimal
@@ -9,9 +10,13 @@ from typing import Any
 
 import polars as pl
 
+from collectors.sacct import read_sacct
+from gpusteward.config import example_config_path, load_config
 from gpusteward.config.capacity import CapacityConfig, SharedGpus
 from gpusteward.config.showback import PriceRule, PriceWindow
+from simulator.write_slurm import sacct_json
 from sla.showback import showback
+from tests.simulator.time_sliced import NODE, shared_runs
 from tests.sla.showback_builders import START, config, gpu, inputs, job, priced
 
 
@@ -135,3 +140,27 @@ def test_unallocated_is_shared_by_gpu_cost_or_charged_to_the_platform_team() -> 
 def test_records_on_a_cluster_without_inventory_show_a_negative_unallocated_line() -> None:
     out = showback(inputs([], [job(1, "cv", START, 2, 1, cluster="east")], hours=2), priced(config()))
     assert _row(out, kind="unallocated")["gpu_cost"] == Decimal("-5.00")
+
+
+def test_notebooks_on_the_simulated_time_sliced_node_hold_a_quarter_of_a_card_each() -> None:
+    # Four notebooks share card 0 of the simulated notebook node for ten hours, one has card 1 for
+    # five: their records as the simulator writes them (gres/shard=1), read by the sacct reader,
+    # under the demo config's [[capacity.shared]] rule: 10 + 1.25 GPU-hours, not 45.
+    sessions = {i: (i - 1, 0, 600) for i in range(1, 5)} | {5: (4, 0, 300)}
+    east, plan, runs = shared_runs(sessions, day=START.date(), account="cv")
+    records, _, problems = read_sacct(
+        json.loads(sacct_json(runs, east, plan.start_s, plan.end_s, plan.end_s)), source="sim"
+    )
+    assert problems == []
+    assert records["gpus_allocated"].to_list() == [1] * 5
+    demo = load_config(example_config_path())
+    assert demo.capacity.shared  # the demo config declares the node
+    cards = [gpu("east", NODE, card, model="NVIDIA A10G") for card in (0, 1)]
+    out = showback(
+        inputs(cards, records.to_dicts(), hours=10), priced(replace(config(), capacity=demo.capacity), gpu_hour="2.00")
+    )
+    notebooks = _row(out, team="vision")
+    assert abs(float(notebooks["gpu_hours"]) - 11.25) < 1e-9  # type: ignore[arg-type]
+    assert notebooks["gpu_cost"] == Decimal("22.50")
+    free = _row(out, kind="unallocated")
+    assert abs(float(free["gpu_hours"]) - (20 - 11.25)) < 1e-9  # type: ignore[arg-type]
