@@ -55,8 +55,9 @@ def test_the_html_and_pdf_review_say_what_the_markdown_says(demo_dir: Path, lang
     assert len(headings) >= 10, headings
     # The example pool's month is Asia/Shanghai's: 30 Sep 16:00 to 31 Oct 16:00 UTC. The simulated
     # history starts 1 Oct 00:00 UTC, and its last 8 hours belong to the local November.
-    # With Slurm's main scheduler and backfill split, and east's MIG node counted in whole-GPU equivalents.
-    assert figures == ["34,184", "6,341"], task_mix
+    # With Slurm's main scheduler and backfill split, east's MIG node counted in whole-GPU equivalents, and
+    # the time-sliced notebook node's 1,029 shard sessions (a quarter of a card each).
+    assert figures == ["34,487", "7,369"], task_mix
 
     page = (reports / f"review-2026-10.{lang}.html").read_text(encoding="utf-8")
     html_text = _words(html.unescape(re.sub(r"<[^>]+>", " ", page)))
@@ -113,11 +114,11 @@ def test_the_review_shows_what_the_fleets_shadow_reclaimer_would_have_done(demo_
     section = review.split("## Reclaimed this month")[1].split("\n## ")[0]
     assert "3 reclaim policies are configured (modes: shadow)." in section
     # Seed 7, replayed at the service's 15-minute turns: job_defense_shield's notebook policy (warned at 1 h
-    # idle, cancelled at 2 h) warns Research's idle notebooks 131 times and would cancel 64 of them, about as
-    # many as the review counts idle past the 2-hour limit (65 of 79 sessions).
-    assert "Shadow-mode policies would have warned 131 times and taken 64 actions, giving back 465 GPU-hours" \
+    # idle, cancelled at 2 h) warns Research's idle notebooks 133 times and would cancel 60 of them, about as
+    # many as the review counts not reclaimed past the 2-hour limit (63 of 79 idle sessions).
+    assert "Shadow-mode policies would have warned 133 times and taken 60 actions, giving back 436 GPU-hours" \
         in section
-    assert "| Interactive | Research | 0 | 0 | 0.0 GPU-hours | 131 | 64 | 465 GPU-hours | 0 | 0 |" in section
+    assert "| Interactive | Research | 0 | 0 | 0.0 GPU-hours | 133 | 60 | 436 GPU-hours | 0 | 0 |" in section
     assert "## 本月回收" in (demo_dir / "reports" / "review-2026-10.zh.md").read_text()
 
 
