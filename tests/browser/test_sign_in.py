@@ -1,7 +1,7 @@
-"""The dashboard behind a sign-in proxy, in headless Chromium (issue 22, part 3): the browser's request
-headers stand in for the proxy's. With --user-header the viewer is named in the sidebar and an approval
-reaches the running control API as that person; without the header, or with --team-header and no team,
-the page shows a refusal and nothing else."""
+"""The dashboard behind a sign-in proxy, in headless Chromium (issue 22, part 3): the request headers come
+through a stand-in for the proxy (tests/browser/header_proxy.py). With --user-header the viewer is named in
+the sidebar and an approval reaches the running control API as that person; without the header, or with
+--team-header and no team, the page shows a refusal and nothing else."""
 
 from __future__ import annotations
 
@@ -18,6 +18,7 @@ from service.api_tokens import TokenEntry, Tokens, digest
 from service.dashboard import start_dashboard
 from tests.browser.browsing import READY, TIMEOUT_MS, rendered
 from tests.browser.conftest import Dashboard, stop_dashboard
+from tests.browser.header_proxy import header_proxy
 from tests.service.api_rig import served_api
 
 USER = "X-Forwarded-User"
@@ -37,14 +38,17 @@ def _dashboard(dashboard: Dashboard, *args: str, api_url: str | None = None) -> 
 
 @contextmanager
 def _page(browser: Any, url: str, headers: dict[str, str]) -> Iterator[Any]:
-    context = browser.new_context(viewport={"width": 1400, "height": 1000}, extra_http_headers=headers)
-    page = context.new_page()
-    try:
-        page.goto(url + "/", wait_until="domcontentloaded")
-        page.wait_for_selector(READY, timeout=TIMEOUT_MS)
-        yield page
-    finally:
-        context.close()
+    """A page of the dashboard through a proxy that adds `headers` to every request (none: still through
+    the proxy, which then only drops those the browser sends)."""
+    context = browser.new_context(viewport={"width": 1400, "height": 1000})
+    with header_proxy(url, headers) as proxied:
+        page = context.new_page()
+        try:
+            page.goto(proxied + "/", wait_until="domcontentloaded")
+            page.wait_for_selector(READY, timeout=TIMEOUT_MS)
+            yield page
+        finally:
+            context.close()
 
 
 def _refused(page: Any, header: str) -> None:

@@ -22,7 +22,8 @@ from tests.configs import config_env
 from warehouse import open_warehouse
 
 NOON = datetime(2026, 10, 1, 12, tzinfo=UTC).timestamp()
-GOOD_MINUTES = 24  # two simulated nodes of 8 GPUs and east's MIG node (3 cards, 8 instances), one minute each
+GOOD_MINUTES = 26  # two simulated nodes of 8 GPUs, east's MIG node (8 instances) and its time-sliced
+# notebook node (2 cards, one row each), one minute each
 
 
 @pytest.fixture
@@ -75,7 +76,7 @@ def test_a_bad_target_is_named_and_the_good_ones_are_stored(
         code, output = once(db, fleet_targets, bad)
     assert code == 1, output
     assert "Traceback" not in output
-    assert "scraped 3/4 targets" in output
+    assert "scraped 4/5 targets" in output  # four simulated hosts and the bad one
     assert f"({reason})" in output
     assert f"failed targets: http://{bad}/metrics" in output
     with open_warehouse(db) as wh:

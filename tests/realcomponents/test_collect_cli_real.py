@@ -20,7 +20,8 @@ def test_backfill_command_stores_then_resumes(prometheus_url: str, tmp_path: Pat
     assert first.exit_code == 0, first.output
     with open_warehouse(db) as wh:
         half = wh.count("gpu_minutes")
-    assert half == 24 * 720  # two nodes and east's MIG node (8 instances), 12 hours
+    # two nodes, east's MIG node (8 instances) and its time-sliced node (2 cards), 12 hours
+    assert half == 26 * 720
     end = START.toordinal() + DAYS
     second = CliRunner(env=config_env(tmp_path)).invoke(collect, [*args, date.fromordinal(end).isoformat()])
     assert second.exit_code == 0, second.output
