@@ -36,10 +36,12 @@ def test_collect_once_stores_good_targets_and_exits_nonzero_on_failures(fleet_ta
             collect, ["--once", "--db", str(db), "--targets", str(fleet_targets), "--target", bad, "--timeout", "5"]
         )
     assert result.exit_code == 1, result.output
-    assert "scraped 3/4 targets" in result.output  # two nodes and east's MIG node, and the bad one
+    # two nodes, east's MIG node and its time-sliced node, and the bad one
+    assert "scraped 4/5 targets" in result.output
     assert "HTTP 500" in result.output
     with open_warehouse(db) as wh:
-        assert wh.count("gpu_minutes") == 24  # two nodes' 8 GPUs and the MIG node's 8 instances, one minute each
+        # two nodes x 8 GPUs, the MIG node x 8 instances, the time-sliced node x 2 cards; one minute each
+        assert wh.count("gpu_minutes") == 26
 
 
 def test_collect_needs_a_mode(tmp_path: Path) -> None:

@@ -15,6 +15,7 @@ from prometheus_client import CollectorRegistry, generate_latest
 from collectors.scrape import Scraper, ScrapeSettings
 from collectors.targets import Target, load_file_sd, parse_file_sd, static_targets
 from gpusteward.errors import InputError
+from simulator.fleet import SHARED_CARDS
 from simulator.serve import LiveFleet, serving
 from tests.collectors.local_http import hang, http_server, status, text
 from warehouse import open_warehouse
@@ -61,6 +62,12 @@ def faulty() -> Iterator[list[Target]]:
         release.set()
 
 
+def _rows_per_minute(fleet: LiveFleet) -> int:
+    """Eight rows a host (whole GPUs, or a MIG node's eight instances), a time-sliced host's cards one each."""
+    shared = {h for _, h in fleet.hosts if h.split("-", 1)[1].startswith("nb-ts-")}
+    return 8 * (len(fleet.hosts) - len(shared)) + SHARED_CARDS * len(shared)
+
+
 def test_good_targets_stored_failures_recorded_no_zeros(
     fleet: LiveFleet, moment: float, targets_file: Path, faulty: list[Target], tmp_path: Path
 ) -> None:
@@ -80,7 +87,7 @@ def test_good_targets_stored_failures_recorded_no_zeros(
 
     # Every good target's GPUs, one row each for the minute, with values; nothing for the failed ones.
     assert sorted(set(frame["host"].to_list())) == sorted(h for _, h in fleet.hosts)
-    assert frame.height == 8 * len(fleet.hosts)
+    assert frame.height == _rows_per_minute(fleet)
     assert frame["ts"].unique().to_list() == [datetime(2026, 10, 1, 14, 0)]
     assert frame.select(pl.col("gpu_util", "fb_used_mib", "power_w").null_count()).row(0) == (0, 0, 0)
 
@@ -95,8 +102,8 @@ def test_good_targets_stored_failures_recorded_no_zeros(
 
     with open_warehouse(tmp_path / "w.duckdb") as wh:
         result = wh.ingest("scrape", batch.frames, [str(p) for p in batch.problems])
-        assert result.stored["gpu_minutes"] == 8 * len(fleet.hosts)
-        assert wh.count("gpu_minutes") == 8 * len(fleet.hosts)
+        assert result.stored["gpu_minutes"] == _rows_per_minute(fleet)
+        assert wh.count("gpu_minutes") == _rows_per_minute(fleet)
 
     exposed = generate_latest(registry).decode()
     assert 'gpusteward_scrape_failures_total{reason="http_status"} 1.0' in exposed
