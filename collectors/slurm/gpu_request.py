@@ -24,6 +24,12 @@ _SCALES = (("tres_per_job", None), ("tres_per_node", "node_count"), ("tres_per_t
            ("tres_per_socket", "node_count"))
 
 
+def gpu_in_tres(text: str | None) -> int | None:
+    """`gres/gpu=N` in a TRES string such as `cpu=1,gres/gpu=2,gres/gpu:h100=2`."""
+    m = _GPU_IN_TRES.search(text or "")
+    return int(m.group(1)) if m else None
+
+
 def _entries(text: str) -> list[tuple[str | None, int]]:
     """(type or None, count) of every GPU entry of a comma-separated tres_per_* value."""
     found = []
@@ -49,8 +55,7 @@ def gpu_request(job: Mapping[str, Any], number: Callable[[Any], int | None]) -> 
     (a plain int or `{set, infinite, number}`). Raises TypeError for a field of the wrong kind."""
     req = _text(job, "tres_req_str")
     types = set(_TYPED_IN_TRES.findall(req))
-    m = _GPU_IN_TRES.search(req)
-    count = int(m.group(1)) if m else None
+    count = gpu_in_tres(req)
     for field, scale in _SCALES:
         entries = _entries(_text(job, field))
         types.update(t for t, _ in entries if t)

@@ -11,7 +11,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from collectors.slurm import shapes
+from collectors.slurm.gpu_request import gpu_in_tres
 from collectors.slurm.transport import SlurmCli, SlurmRest
 from gpusteward.errors import InputError
 
@@ -46,7 +46,7 @@ class Inventory:
 
 def gpus_of_node(tres: str | None, gres: str | None) -> int:
     """A node's GPUs: `gres/gpu=N` in its configured TRES, else `gpu[:type]:N` in its Gres."""
-    counted = shapes.gpu_in_tres(tres)
+    counted = gpu_in_tres(tres)
     if counted is not None:
         return counted
     return sum(int(m.group(1)) for m in _GRES_GPU.finditer(gres or ""))
@@ -108,7 +108,7 @@ def _from_rest(rest: SlurmRest, api: str, cluster: str | None) -> Inventory:
     )
     parts_data = rest.get(f"/slurm/{api}/partitions")
     partitions = tuple(
-        Partition(str(p.get("name", "")), str(p.get("nodes", "")), shapes.gpu_in_tres(_tres_text(p.get("tres"))))
+        Partition(str(p.get("name", "")), str(p.get("nodes", "")), gpu_in_tres(_tres_text(p.get("tres"))))
         for p in _list(parts_data, "partitions", f"{where} partitions")
     )
     nodes_data = rest.get(f"/slurm/{api}/nodes")
@@ -137,7 +137,7 @@ def _from_cli(cli: SlurmCli, cluster: str | None) -> Inventory:
         if name.strip() in here and name.strip() != "root":
             accounts.append(Account(name.strip(), description.strip()))
     partitions = tuple(
-        Partition(p["PartitionName"], p.get("Nodes", ""), shapes.gpu_in_tres(p.get("TRES")))
+        Partition(p["PartitionName"], p.get("Nodes", ""), gpu_in_tres(p.get("TRES")))
         for p in _oneline_records(cli.run("scontrol", ["-o", "show", "partition"]), "PartitionName",
                                   "scontrol show partition")
     )

@@ -30,7 +30,8 @@ import polars as pl
 from collectors.batch import Problem
 from collectors.sacct import BadFieldError, _events, checked, exit_text
 from collectors.sacctmgr import pipe_records
-from collectors.slurm.shapes import gpu_in_tres, gpu_or_shard_in_tres
+from collectors.slurm.gpu_request import gpu_in_tres
+from collectors.slurm.shapes import gpu_or_shard_in_tres
 from gpusteward import capacity, tables
 
 REQUIRED = ("JobID", "JobIDRaw", "Cluster", "Account", "Partition", "QOS", "State", "ExitCode", "DerivedExitCode",

@@ -20,7 +20,7 @@ import polars as pl
 
 from collectors.sacct import _number, exit_text  # the one reader of Slurm's number forms and exit codes
 from collectors.sacctmgr import gpu_limits
-from collectors.slurm.gpu_request import gpu_request
+from collectors.slurm.gpu_request import gpu_in_tres, gpu_request
 from collectors.slurm.hostlist import expand, index_ranges
 from gpusteward import tables
 from gpusteward.errors import InputError
@@ -30,7 +30,6 @@ QUOTA_USAGE = tables.QUOTA_USAGE
 # Which GPU (host, index) a running job holds, from slurmctld's gres_detail; joins DCGM's (host, gpu).
 JOB_GPUS = tables.schema({"cluster": pl.Utf8, "job_id": pl.Int64, "host": pl.Utf8, "gpu": pl.Int16})
 
-_GPU_IN_TRES = re.compile(r"(?:^|,)gres/gpu=(\d+)(?:,|$)", re.ASCII)
 _SHARD_IN_TRES = re.compile(r"(?:^|,)gres/shard=(\d+)(?:,|$)", re.ASCII)
 _TYPED_SHARDS = re.compile(r"(?:^|,)gres/shard:[^=,]+=(\d{1,10})(?=,|$)", re.ASCII)
 _GRES_IDX = re.compile(r"gpu(?::[^:(]+)?:\d+\(IDX:([^)]*)\)", re.ASCII)
@@ -39,12 +38,6 @@ _DIGITS = re.compile(r"\d{1,19}", re.ASCII)
 _INT32_MAX = 2**31 - 1
 _INT64_MAX = 2**63 - 1
 _GPU_INDEX_MAX = 2**15 - 1  # JOB_GPUS.gpu is an Int16
-
-
-def gpu_in_tres(text: str | None) -> int | None:
-    """`gres/gpu=N` in a TRES string such as `cpu=1,gres/gpu=2,gres/gpu:h100=2`."""
-    m = _GPU_IN_TRES.search(text or "")
-    return int(m.group(1)) if m else None
 
 
 def gpu_or_shard_in_tres(text: str | None) -> int | None:

@@ -5,7 +5,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from collectors.slurm.shapes import gpu_in_tres, gpu_in_tres_list
+from collectors.slurm.gpu_request import gpu_in_tres
+from collectors.slurm.shapes import gpu_in_tres_list
 from collectors.slurm.transport import SlurmCli, SlurmRest
 from collectors.slurm.writes import QuotaChange, QuotaTarget, guarded_write
 from gpusteward.errors import InputError, PermanentError
