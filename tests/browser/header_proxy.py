@@ -42,7 +42,6 @@ def header_proxy(upstream: str, headers: Mapping[str, str]) -> Iterator[str]:
     """The proxy's URL (http://127.0.0.1:PORT) in front of `upstream` (http://127.0.0.1:PORT), until exit."""
     host, port = upstream.removeprefix("http://").rstrip("/").split(":")
     loop = asyncio.new_event_loop()
-    started = threading.Event()
     servers: list[asyncio.Server] = []
     writers: set[asyncio.StreamWriter] = set()  # every open socket, closed on exit
 
@@ -72,12 +71,10 @@ def header_proxy(upstream: str, headers: Mapping[str, str]) -> Iterator[str]:
 
     async def serve() -> None:
         servers.append(await asyncio.start_server(client, "127.0.0.1", 0, limit=MAX_HEAD))
-        started.set()
 
     thread = threading.Thread(target=loop.run_forever, daemon=True)
     thread.start()
     asyncio.run_coroutine_threadsafe(serve(), loop).result(timeout=10)
-    started.wait(10)
     try:
         yield f"http://127.0.0.1:{servers[0].sockets[0].getsockname()[1]}"
     finally:
