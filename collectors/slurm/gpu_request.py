@@ -15,7 +15,8 @@ import re
 from collections.abc import Callable, Mapping
 from typing import Any
 
-_GPU_IN_TRES = re.compile(r"(?:^|,)gres/gpu=(\d{1,10})(?:,|$)", re.ASCII)
+# Any length: an out-of-range count must reach the readers' range checks, not read as "no GPUs".
+_GPU_IN_TRES = re.compile(r"(?:^|,)gres/gpu=(\d+)(?:,|$)", re.ASCII)
 _TYPED_IN_TRES = re.compile(r"(?:^|,)gres/gpu:([^=,]{1,64})=\d{1,10}", re.ASCII)
 # One GPU entry of a tres_per_* list: gres/gpu:h100:2, gres:gpu:2, gres/gpu=2, gpu:h100:2.
 _PER_ENTRY = re.compile(r"^(?:gres[/:])?gpu(?::([^:=,]{1,64}))?[:=](\d{1,10})$", re.ASCII)
