@@ -10,6 +10,7 @@ import streamlit as st
 
 from dashboards import frames
 from dashboards.data import OverviewData
+from dashboards.folds import fold
 from dashboards.tables import show_table
 from dashboards.texts import Texts
 from reports.locale import Lang
@@ -118,8 +119,9 @@ def _status(data: OverviewData, tx: Texts) -> None:
     table = frames.status_table(data, tx)
     if table is None:
         return
-    with st.expander(tx("status.header")):
-        show_table(table, tx)
+    with fold(tx("status.header"), "overview.status") as unfolded:
+        if unfolded:
+            show_table(table, tx)
 
 
 def render_overview(data: OverviewData, lang: Lang, charts: Callable[[], None] | None = None) -> None:

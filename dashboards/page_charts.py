@@ -21,6 +21,7 @@ from dashboards.charts_daily import (
     preemption_frames,
 )
 from dashboards.charts_inference import inference_chart, inference_frame
+from dashboards.folds import fold
 from dashboards.tables import show_table
 from dashboards.texts import Texts
 from dashboards.view import View
@@ -35,17 +36,18 @@ def chart_section(tx: Texts, keys: tuple[str, str, str], charts: Sequence[Any] |
         st.info(tx(none))
         return
     st.caption(tx(help_, **caption))
-    for chart in charts:
-        show_chart(chart, tx)
+    for number, chart in enumerate(charts):
+        show_chart(chart, tx, key=f"{header}.data.{number}")
 
 
-def show_chart(chart: Any, tx: Texts) -> None:
-    """The chart, and folded under it the numbers it draws (dashboards/chart_data.py), to read or copy."""
+def show_chart(chart: Any, tx: Texts, key: str) -> None:
+    """The chart, and folded under it the numbers it draws (dashboards/chart_data.py), to read or copy;
+    built only when unfolded (`key`: dashboards/folds.py)."""
     st.altair_chart(chart, width="stretch")
     tables = chart_tables(chart)
     if tables:
-        with st.expander(tx("chart.data")):
-            for table in tables:
+        with fold(tx("chart.data"), key) as unfolded:
+            for table in tables if unfolded else ():
                 show_table(table, tx)
 
 

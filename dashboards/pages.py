@@ -11,6 +11,7 @@ import streamlit as st
 
 from dashboards import alert_links
 from dashboards import page_frames as pf
+from dashboards.folds import fold
 from dashboards.frames import AT_RISK_BUDGET, AT_RISK_MARGIN
 from dashboards.overview import render_overview
 from dashboards.page_charts import (
@@ -20,6 +21,7 @@ from dashboards.page_charts import (
     preemption_section,
     queue_wait_section,
 )
+from dashboards.review_sections import parts as review_parts
 from dashboards.tables import show_table, show_wrapped
 from dashboards.texts import Texts
 from dashboards.view import View
@@ -103,8 +105,9 @@ def _queue_objectives(view: View) -> None:
         st.success(tx("queues.attention_none", judged=judged))
     else:
         _table(None, view, "sla_results")
-    with st.expander(tx("queues.all_results", count=results.height, judged=judged)):
-        _table(pf.results_table(view, results, subject_label="col.queue"), view, "sla_results")
+    with fold(tx("queues.all_results", count=results.height, judged=judged), "queues.all_results") as unfolded:
+        if unfolded:
+            _table(pf.results_table(view, results, subject_label="col.queue"), view, "sla_results")
 
 
 def inference(view: View) -> None:
@@ -157,13 +160,22 @@ def preemption(view: View) -> None:
     preemption_section(view)
 
 
+REVIEW_OPEN_PARTS = 3  # the title and period, what needs a decision, the task mix; the rest folded
+
+
 def review(view: View) -> None:
     header(view, "review.title")
     if view.filters.clusters or view.filters.teams or view.filters.scenarios:
         st.caption(view.tx("review.filtered"))
     text = render_markdown(build_review(view.model.month_outputs(view.month), view.config), view.lang)
     with st.container(border=True):
-        st.markdown(text)
+        for number, part in enumerate(review_parts(text)):
+            if number < REVIEW_OPEN_PARTS:
+                st.markdown(f"## {part.title}\n\n{part.body}" if part.title else part.body)
+                continue
+            with fold(part.title, f"review.{part.title}") as unfolded:
+                if unfolded:
+                    st.markdown(part.body)
 
 
 def _post(view: View, path: str, body: dict[str, object]) -> tuple[int, str]:

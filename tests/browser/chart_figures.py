@@ -32,12 +32,16 @@ if TYPE_CHECKING:
 
 def chart_grids(page: Any, tx: Texts) -> list[list[list[str]]]:
     """Unfold each chart's numbers (top to bottom) and read its grids' rows in view; the first row is the header."""
+    from tests.browser.browsing import rendered  # browsing imports this module's caller
+
     folded = page.locator('[data-testid="stExpander"]').filter(has_text=tx("chart.data"))
     read: list[list[list[str]]] = []
     for i in range(folded.count()):
         expander = folded.nth(i)
         expander.locator("summary").first.click()
         frames = expander.locator('[data-testid="stDataFrame"]')
+        frames.first.wait_for(state="attached", timeout=30_000)  # built by the rerun unfolding asks for...
+        rendered(page)  # ...which has sent all of them once it is over
         for j in range(frames.count()):
             table = frames.nth(j).locator("table")
             table.wait_for(state="attached", timeout=30_000)

@@ -55,13 +55,30 @@ def test_verdicts_and_budgets() -> None:
     assert verdict(_row(value=7200.0, objective=3600.0, met=False, budget_left=-1.0)) == "missed"
 
 
-def _queues(lang: str) -> AppTest:
+def _queues(lang: str, *, unfold: bool = True) -> AppTest:
+    """The queues page; `unfold`: with its full results unfolded (a fold's body runs only when open)."""
     at = AppTest.from_file(str(HERE / "app_script.py"), default_timeout=30)
     at.session_state["lang"] = lang
     at.run()
     at.switch_page(str(SCREENS / "queues.py")).run()
+    if unfold:
+        at.session_state["queues.all_results"] = True  # what the browser sends when the reader unfolds it
+        at.run()
     assert not at.exception, [e.value for e in at.exception]
     return at
+
+
+def test_folded_results_are_not_built_until_unfolded() -> None:
+    at = _queues("en", unfold=False)
+    tx = Texts("en")
+    folded = next(e for e in at.expander if e.label == tx("queues.all_results", count=7, judged=3))
+    assert len(folded.dataframe) == 0
+    chart_numbers = next(e for e in at.expander if e.label == tx("chart.data"))
+    assert len(chart_numbers.dataframe) == 0
+    at.session_state["queues.all_results"] = True
+    at.run()
+    unfolded = next(e for e in at.expander if e.label == tx("queues.all_results", count=7, judged=3))
+    assert len(unfolded.dataframe[0].value) == 7
 
 
 @pytest.mark.parametrize("lang", ["en", "zh"])

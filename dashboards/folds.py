@@ -1,0 +1,23 @@
+"""Folded sections whose content is built only when a reader unfolds them.
+
+Streamlit sends everything inside a plain `st.expander` with the page, folded or not, and the browser
+builds it: the demo month's overview sent ten grids, six of them folded (each chart's numbers, the data
+sources' status), and the review page a 112 kB document. A fold here is Streamlit's lazy expander
+(`on_change="rerun"`, its open state kept in the session under `key`): its body runs only while it is
+open, so what nobody unfolds costs nothing, and unfolding costs one rerun of the page.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from contextlib import contextmanager
+
+import streamlit as st
+
+
+@contextmanager
+def fold(label: str, key: str, *, expanded: bool = False) -> Iterator[bool]:
+    """An expander headed `label`; yields whether it is open, and what the caller draws when it is goes
+    inside. `key` is unique on the page and the same on every run (the session keeps the state by it)."""
+    with st.expander(label, expanded=expanded, key=key, on_change="rerun") as box:
+        yield bool(box.open)
