@@ -8,6 +8,8 @@ from collections.abc import Iterator
 
 import pytest
 
+from tests import dates
+
 pytest_plugins = ("tests.suite_rules", "tests.parallel")
 
 
@@ -15,6 +17,11 @@ def pytest_configure(config: pytest.Config) -> None:
     """The CLI speaks the locale's language ($LANG zh_* is Chinese); a test's verdict must not depend on the
     machine's locale, so every test, and every child it starts, runs in English unless it asks otherwise."""
     os.environ["GPUSTEWARD_LANG"] = "en"
+
+
+@pytest.hookimpl(trylast=True)  # after -k and -m have chosen
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    dates.leave_out_swept(config, items)
 
 
 @pytest.fixture(autouse=True)

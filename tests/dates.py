@@ -1,14 +1,16 @@
 """Run the tests that build simulated fleets and months under other dates and time zones.
 
-`python -m tests.dates [PYTEST ARGS]` runs the tests in SWEEP once per moment in MOMENTS, each in
-a pytest process whose wall clock, and every Python child's, starts at that moment and runs on
-(time-machine, started by tests/timetravel/sitecustomize.py). A test whose data or verdict depends
-on today's date fails on one of them. Real components (Prometheus, Alertmanager, Slurm) keep the
-machine's clock, so their tests stay out; tests/test_suite_rules.py keeps wall-clock reads out of
-the tests themselves.
+The sweep runs the tests in SWEEP once per moment in MOMENTS, each in a pytest process whose wall clock,
+and every Python child's, starts at that moment and runs on (time-machine, started by
+tests/timetravel/sitecustomize.py). A test whose data or verdict depends on today's date fails on one of
+them. Real components (Prometheus, Alertmanager, Slurm) keep the machine's clock, so their tests stay out;
+tests/test_suite_rules.py keeps wall-clock reads out of the tests themselves.
 
-`python -m tests.dates --list` prints SWEEP: `./dev test` leaves those tests out of its main pytest run
-after the sweep ran them four times (each is then not run a fifth time at today's date).
+The main run holds the sweep: tests/test_dates.py runs each moment as one test, so the sweep's processes
+share the two cores with the rest of the suite (which leaves one idle while it waits on servers and
+browsers) instead of running in a stage of their own, and `leave_out_swept` keeps the swept tests out of
+that run (they pass under four moments; a fifth run at today's date would add nothing).
+`python -m tests.dates [PYTEST ARGS]` runs the sweep on its own; `--list` prints SWEEP.
 """
 
 from __future__ import annotations
@@ -16,10 +18,15 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
+from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
+from typing import TYPE_CHECKING
 from zoneinfo import ZoneInfo
+
+if TYPE_CHECKING:
+    import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
 SITECUSTOMIZE = Path(__file__).resolve().parent / "timetravel"
@@ -75,18 +82,55 @@ exist), while the year's turn and 28 and 29 February sweep the rest, whose tests
 the same code. Sweeping these two under one moment instead of four keeps the suite inside its 25 minutes."""
 
 
-def run(moment: Moment, pytest_args: list[str]) -> int:
-    path = os.pathsep.join(p for p in (str(SITECUSTOMIZE), os.environ.get("PYTHONPATH", "")) if p)
-    env = {**os.environ, "TZ": moment.tz, "GPUSTEWARD_TEST_NOW": moment.iso(), "PYTHONPATH": path}
+_CHILD_OF_A_WORKER = ("PYTEST_XDIST_WORKER", "PYTEST_XDIST_WORKER_COUNT", "PYTEST_XDIST_TESTRUNUID",
+                      "PYTEST_CURRENT_TEST")
+"""A pytest-xdist worker's variables: a sweep started from one is a pytest run of its own."""
+
+
+def environment(moment: Moment, base: Mapping[str, str]) -> dict[str, str]:
+    """`base` with the moment's zone and wall clock, for a pytest process of the sweep."""
+    path = os.pathsep.join(p for p in (str(SITECUSTOMIZE), base.get("PYTHONPATH", "")) if p)
+    env = {k: v for k, v in base.items() if k not in _CHILD_OF_A_WORKER}
+    return {**env, "TZ": moment.tz, "GPUSTEWARD_TEST_NOW": moment.iso(), "PYTHONPATH": path}
+
+
+def command(moment: Moment, pytest_args: list[str]) -> list[str]:
+    """The pytest command line of the moment's run: the whole SWEEP, or all but HEAVY."""
     # sitecustomize imports time_machine before pytest starts, too early for its plugin's assert rewriting.
     early = "ignore:Module already imported so cannot be rewritten; time_machine:pytest.PytestAssertRewriteWarning"
-    quiet = ["-W", early]
-    workers = ["-n", os.environ.get("GPUSTEWARD_TEST_WORKERS", "3"), "--dist", "loadscope"]
-    command = [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", *quiet, "-q", "--no-header", *workers,
-               *pytest_args, *(SWEEP if moment.whole else [t for t in SWEEP if t not in HEAVY])]
+    return [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "-W", early, "-q", "--no-header",
+            *pytest_args, *(SWEEP if moment.whole else [t for t in SWEEP if t not in HEAVY])]
+
+
+def title(moment: Moment) -> str:
     left_out = "" if moment.whole else "; the HEAVY ones left out"
-    print(f"== tests under {moment.when} {moment.tz} ({moment.why}{left_out})", flush=True)
-    return subprocess.run(command, cwd=ROOT, env=env, check=False).returncode
+    return f"tests under {moment.when} {moment.tz} ({moment.why}{left_out})"
+
+
+def swept(nodeid: str) -> bool:
+    """Whether the test is one of SWEEP's (a module of it, or a test named there)."""
+    return any(nodeid == t or nodeid.startswith((f"{t}::", f"{t}[")) for t in SWEEP)
+
+
+SWEEP_TESTS = "tests/test_dates.py::"
+"""The main run's tests that run the sweep, one per moment."""
+
+
+def leave_out_swept(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """In a run that sweeps (it holds tests/test_dates.py's tests), leave SWEEP's tests out of it."""
+    if os.environ.get("GPUSTEWARD_TEST_NOW") or not any(i.nodeid.startswith(SWEEP_TESTS) for i in items):
+        return
+    left_out = [i for i in items if swept(i.nodeid)]
+    if left_out:
+        config.hook.pytest_deselected(items=left_out)
+        items[:] = [i for i in items if not swept(i.nodeid)]
+
+
+def run(moment: Moment, pytest_args: list[str]) -> int:
+    workers = ["-n", os.environ.get("GPUSTEWARD_TEST_WORKERS", "3"), "--dist", "loadscope"]
+    print(f"== {title(moment)}", flush=True)
+    return subprocess.run(command(moment, [*workers, *pytest_args]), cwd=ROOT, env=environment(moment, os.environ),
+                          check=False).returncode
 
 
 def main(argv: list[str]) -> int:

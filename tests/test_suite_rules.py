@@ -125,3 +125,15 @@ def test_the_date_sweep_moves_every_python_process_clock_but_not_the_monotonic_o
     from tests.dates import SWEEP
 
     assert [p for p in SWEEP if not (ROOT / p.partition("::")[0]).exists()] == []
+
+
+def test_the_main_run_leaves_out_exactly_the_swept_tests() -> None:
+    from tests.dates import HEAVY, swept
+
+    kill = HEAVY[1]
+    assert "::" in kill
+    assert swept("tests/service/test_serve.py::test_a_day")
+    assert swept(kill)
+    assert swept(f"{kill}[x]")
+    assert not swept("tests/service/test_serve_live.py::test_every_served_minute_is_stored_once")
+    assert not swept("tests/faults/test_service_faults.py::test_the_folder_import_survives_a_full_disk")
