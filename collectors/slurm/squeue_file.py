@@ -66,8 +66,10 @@ def _documents(text: str, source: str) -> list[tuple[int | None, Any]]:
     decoder = json.JSONDecoder()
     docs: list[tuple[int | None, Any]] = []
     at = _skip_space(text, 0)
+    line, counted = 1, 0  # the line of `at`, counted up to `counted`: a day's file holds hundreds of answers
     while at < len(text):
-        line = text.count("\n", 0, at) + 1
+        line += text.count("\n", counted, at)
+        counted = at
         try:
             doc, at = decoder.raw_decode(text, at)
         except json.JSONDecodeError as exc:
