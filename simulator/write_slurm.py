@@ -18,6 +18,7 @@ from typing import Any
 from simulator.failures import CLEAN, SIGTERM, job_exit
 from simulator.fleet import ACCOUNT_FAIRSHARE, ACCOUNT_PARENT, GPUS_PER_NODE, TEAM_SHARES, USERS, Cluster, hostlist
 from simulator.jobs import Run
+from simulator.json_text import indented
 from simulator.plan import epoch
 
 META: dict[str, Any] = {
@@ -281,7 +282,7 @@ def sacct_pieces(runs: Iterable[Run], cluster: Cluster, lo: int, hi: int, as_of_
     """`sacct_json`'s text in pieces of a record or so, so a month of a large fleet is never one string.
 
     The text is exactly `json.dumps(doc, indent=2)`: a record inside the document's `jobs` list sits
-    two levels deep, so it is its own dump with every line indented four more spaces.
+    two levels deep, so it is its own dump with every line after the first indented four more spaces.
     """
     chosen = records_in(runs, lo, hi, as_of_s)
     head = json.dumps({"meta": META, "errors": [], "jobs": []}, indent=2)
@@ -292,8 +293,7 @@ def sacct_pieces(runs: Iterable[Run], cluster: Cluster, lo: int, hi: int, as_of_
         return
     yield json_c(head[: -len(empty_tail)]) + "[\n"
     for i, r in enumerate(chosen):
-        record = json.dumps(sacct_record(r, cluster, as_of_s), indent=2)
-        yield ("" if i == 0 else ",\n") + json_c("    " + record.replace("\n", "\n    "))
+        yield ("" if i == 0 else ",\n") + json_c("    " + indented(sacct_record(r, cluster, as_of_s), depth=2))
     yield "\n  ]\n}\n"
 
 

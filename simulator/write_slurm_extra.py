@@ -19,13 +19,13 @@ through the product's `sacct -P` and `squeue --json` file readers as well as its
 
 from __future__ import annotations
 
-import json
 from collections.abc import Iterable, Iterator, Sequence
 from datetime import UTC, datetime
 from typing import Any
 
 from simulator.fleet import GPUS_PER_NODE, Cluster, hostlist
 from simulator.jobs import Run
+from simulator.json_text import indented
 from simulator.scheduler import PendingSnapshot
 from simulator.write_slurm import (
     CPUS_PER_GPU,
@@ -123,7 +123,7 @@ def squeue_answers(snapshots: Iterable[PendingSnapshot], cluster: Cluster) -> It
             "errors": [],
             "warnings": [],
         }
-        yield json_c(json.dumps(doc, indent=2)) + "\n"
+        yield json_c(indented(doc)) + "\n"
 
 
 def _when(t: int | None) -> str:

@@ -137,17 +137,19 @@ def test_importing_the_same_files_again_changes_no_row_count(demo_dir: Path) -> 
     db, config = str(demo_dir / "gpusteward.duckdb"), str(demo_dir / "gpusteward.toml")
     before = json.loads(run("status", "--config", config, "--db", db, "--json").output)["tables"]
     data = demo_dir / "data"
-    # Every kind of file: the scheduler's whole, and the GPU and inference telemetry of each cluster's first
-    # and last day: the whole month's telemetry again would add a minute of run time and no case these
-    # files do not already cover.
-    days = [sorted(cluster.iterdir()) for kind in ("dcgm", "vllm") for cluster in sorted((data / kind).iterdir())]
-    telemetry = [str(day) for cluster_days in days for day in (cluster_days[0], cluster_days[-1])]
-    others = [str(data / "slurm")]
-    again = run("import", "--config", config, "--db", db, *others, *telemetry)
+    # Every kind of file: the job records and quota snapshots whole, and the daily files (GPU and inference
+    # telemetry, pending-job snapshots) of each cluster's first and last day: the whole month again would add
+    # a minute of run time and no case these files do not already cover.
+    daily = [sorted(cluster.glob(pattern)) for kind, pattern in (("dcgm", "*"), ("vllm", "*"), ("slurm", "squeue-*"))
+             for cluster in sorted((data / kind).iterdir())]
+    first_and_last = [str(day) for days in daily for day in (days[0], days[-1])]
+    monthly = [str(f) for f in sorted((data / "slurm").glob("*/*")) if not f.name.startswith("squeue-")]
+    assert len(first_and_last) == 10, first_and_last
+    again = run("import", "--config", config, "--db", db, *monthly, *first_and_last)
     assert again.exit_code == 0, again.output
     assert "new rows: " in again.output
     after = json.loads(run("status", "--config", config, "--db", db, "--json").output)["tables"]
-    for table in ("gpus", "gpu_minutes", "jobs", "job_events", "inference_windows", "quota_snapshots"):
+    for table in ("gpus", "gpu_minutes", "jobs", "job_events", "inference_windows", "quota_snapshots", "pending_jobs"):
         assert after[table]["rows"] == before[table]["rows"], table
 
 
