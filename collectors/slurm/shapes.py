@@ -354,14 +354,20 @@ def _epoch(value: Any, what: str) -> datetime | None:
 
 
 def pending_jobs(data: Any, *, cluster: str, ts: datetime, source: str) -> pl.DataFrame:
-    """PENDING_JOBS from live jobs (`squeue --json` or `GET /slurm/vX/jobs`): each waiting job and its reason.
+    """PENDING_JOBS from live jobs (`pending_rows`)."""
+    rows = pending_rows(data, cluster=cluster, ts=ts, source=source)
+    return pl.DataFrame(rows, schema=tables.PENDING_JOBS, orient="row") if rows else tables.empty(tables.PENDING_JOBS)
+
+
+def pending_rows(data: Any, *, cluster: str, ts: datetime, source: str) -> list[tuple[Any, ...]]:
+    """PENDING_JOBS' rows from live jobs (`squeue --json` or `GET /slurm/vX/jobs`): each waiting job and its reason.
 
     The reason is Slurm's `state_reason` as squeue prints it: AssocGrpGRES or QOSGrpGRES (a quota),
     AssocMaxJobsLimit and the like (other limits), Priority or Resources (capacity), Dependency,
     BeginTime, JobHeldUser... GPUs asked and their type: `collectors.slurm.gpu_request`; a job that asked
     for no GPU but for shards of time-sliced GPUs: its `gres/shard` count in `tres_req_str`.
     """
-    rows = []
+    rows: list[tuple[Any, ...]] = []
     for i, job in enumerate(_records(data, ("jobs",), source)):
         with _record(source, "job", i):
             if _live_state(job) != "PENDING":
@@ -381,9 +387,7 @@ def pending_jobs(data: Any, *, cluster: str, ts: datetime, source: str) -> pl.Da
                 _epoch(job.get("submit_time"), "submit_time"), _epoch(job.get("eligible_time"), "eligible_time"),
                 gpu_type,
             ))
-    if not rows:
-        return tables.empty(tables.PENDING_JOBS)
-    return pl.DataFrame(rows, schema=tables.PENDING_JOBS, orient="row")
+    return rows
 
 
 def _gpu_indices(detail: Any) -> list[int]:

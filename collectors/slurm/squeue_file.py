@@ -23,7 +23,7 @@ from typing import Any
 import polars as pl
 
 from collectors.batch import Problem
-from collectors.slurm.shapes import _epoch, pending_jobs
+from collectors.slurm.shapes import _epoch, pending_rows
 from gpusteward import tables
 from gpusteward.errors import InputError
 
@@ -44,7 +44,7 @@ def read_squeue(
     """(PENDING_JOBS, problems) of every answer in the file; `fallback_ts`: the time of an answer without one."""
     docs = _documents("\n".join(lines), source)
     problems: list[Problem] = []
-    frames = []
+    rows: list[tuple[Any, ...]] = []  # one frame for the file: a day holds hundreds of answers, most of them empty
     for n, doc in docs:
         where = source if n is None else f"{source}:{n}"
         if not isinstance(doc, Mapping) or not isinstance(doc.get("jobs"), list):
@@ -54,10 +54,10 @@ def read_squeue(
             ts = fallback_ts
             if not problems:
                 problems.append(Problem(source, "no last_update in the answer (Slurm 22.05); used the file's time"))
-        frames.append(pending_jobs(doc, cluster=_cluster(doc, default_cluster), ts=ts, source=where))
-    if not frames:
+        rows += pending_rows(doc, cluster=_cluster(doc, default_cluster), ts=ts, source=where)
+    if not rows:
         return tables.empty(tables.PENDING_JOBS), problems
-    return pl.concat(frames), problems
+    return pl.DataFrame(rows, schema=tables.PENDING_JOBS, orient="row"), problems
 
 
 def _documents(text: str, source: str) -> list[tuple[int | None, Any]]:
