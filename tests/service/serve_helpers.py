@@ -138,15 +138,22 @@ def stop_service(served: ServedDay) -> None:
 
 def served_keys(fleet: LiveFleet, minutes: list[datetime]) -> set[tuple[str, int, datetime]]:
     """(host, gpu, minute) of every GPU series the fleet printed in those minutes, numbered as the collector
-    numbers them (a MIG instance is not its card); a node without data answers 503 and adds nothing."""
+    numbers them (a MIG instance is not its card); a node without data answers 503 and adds nothing.
+
+    The collector reads each distinct page (its series without their values) once: a node prints the same
+    series minute after minute, and reading 3,840 pages took a fifth of the live test's time."""
     keys: set[tuple[str, int, datetime]] = set()
+    gpus_of: dict[tuple[str, frozenset[str]], list[tuple[str, int]]] = {}
     for minute in minutes:
         for _, host in fleet.hosts:
             text = fleet.exposition(host, minute.timestamp())
             if text is None:
                 continue
-            frame, _ = gpu_minutes(parse_text(text, openmetrics=False), default_cluster="default", source=host,
-                                   scrape_ts_ms=int(minute.timestamp() * 1000))
+            series = frozenset(line.rpartition(" ")[0] for line in text.splitlines() if not line.startswith("#"))
+            if (host, series) not in gpus_of:
+                frame, _ = gpu_minutes(parse_text(text, openmetrics=False), default_cluster="default", source=host,
+                                       scrape_ts_ms=int(minute.timestamp() * 1000))
+                gpus_of[host, series] = list(frame.select("host", "gpu").iter_rows())
             naive = minute.replace(tzinfo=None)
-            keys.update((h, g, naive) for h, g in frame.select("host", "gpu").iter_rows())
+            keys.update((h, g, naive) for h, g in gpus_of[host, series])
     return keys
