@@ -301,11 +301,18 @@ def dashboard(config_path: str | None, db_path: str | None, port: int, read_mode
 @click.option("--serve", is_flag=True, help="Also start the dashboard and print its URL.")
 @click.option("--lang", type=click.Choice(["en", "zh"]), default=None,
               help="Language of the summary (default: $GPUSTEWARD_LANG, else zh for a zh* locale, else en).")
-def demo(out_dir: str, seed: int, days: int, nodes: int, serve: bool, lang: str | None) -> None:
+@click.option("--format", "formats", default=None,
+              help="The review's formats, comma-separated: md,html,pdf (default: the example config's, all three).")
+def demo(out_dir: str, seed: int, days: int, nodes: int, serve: bool, lang: str | None, formats: str | None) -> None:
     """Simulate a month, import it, evaluate, raise alerts, write the review and a quota plan."""
+    from reports.render import FORMATS
     from service.demo import run_demo
 
-    run_demo(Path(out_dir), seed=seed, days=days, nodes=nodes, serve=serve, lang=lang)
+    chosen = tuple(f.strip() for f in formats.split(",")) if formats else None
+    if chosen is not None and (unknown := [f for f in chosen if f not in FORMATS]):
+        # Said before the minutes of simulating and importing, not after them.
+        raise click.BadParameter(f"{', '.join(unknown)}: expected some of {', '.join(FORMATS)}", param_hint="--format")
+    run_demo(Path(out_dir), seed=seed, days=days, nodes=nodes, serve=serve, lang=lang, formats=chosen)
 
 
 cli.add_command(init)

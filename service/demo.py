@@ -57,7 +57,8 @@ def _demo_config(out_dir: Path, extra: str) -> Path:
     return path
 
 
-def run_demo(out_dir: Path, *, seed: int, days: int, nodes: int, serve: bool, lang: str | None = None) -> None:
+def run_demo(out_dir: Path, *, seed: int, days: int, nodes: int, serve: bool, lang: str | None = None,
+             formats: tuple[str, ...] | None = None) -> None:
     from simulator import IMPORT_IGNORE, simulate
     from simulator.reclaim_policy import SHADOW_POLICIES
 
@@ -102,7 +103,7 @@ def run_demo(out_dir: Path, *, seed: int, days: int, nodes: int, serve: bool, la
             config,
             month,
             Path(config.resolve(config.reports.out_dir)),
-            formats=list(config.reports.formats),
+            formats=list(formats or config.reports.formats),
             langs=list(config.reports.languages),
         )
         clock.lap("review", paths=", ".join(str(p) for p in review_paths))

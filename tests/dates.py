@@ -52,7 +52,6 @@ MOMENTS = (
 
 SWEEP = (
     "tests/simulator/test_same_bytes_any_day.py",
-    "tests/simulator/test_scheduler.py",
     "tests/collectors/test_collect_cli.py",
     "tests/collectors/test_scrape.py",
     "tests/alerts/test_cli_alerts.py",
@@ -68,8 +67,9 @@ SWEEP = (
 """Tests that simulate a fleet, scrape a live one, or hand a clock to the service, the alert engine or quota.
 
 The simulator is swept through one test that compares a small fleet's bytes with recorded digests: any
-clock read shows there, so the month-sized simulator tests (test_files, test_planted: 4-5 minutes per
-moment on two cores) run once, in the main pytest run."""
+clock read shows there (its Slurm records are the scheduler's output), so the simulator's other tests (the
+month-sized test_files and test_planted: 4-5 minutes per moment on two cores; the scheduler's invariants,
+whose fixtures simulate three days and schedule a month: 14 s per moment) run once, in the main run."""
 
 HEAVY = (
     "tests/service/test_serve.py",

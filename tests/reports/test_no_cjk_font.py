@@ -52,15 +52,13 @@ def fonts_of_chinese_text(pdf: Path, env: dict[str, str] | None = None) -> dict[
     return dict(runs)
 
 
-def test_every_chinese_character_of_the_zh_pdf_is_set_in_a_cjk_font(tmp_path: Path) -> None:
-    from reports import build_review, write_review
+def test_every_chinese_character_of_the_zh_pdf_is_set_in_a_cjk_font(pdfs: dict[str, Path]) -> None:
     from reports.fonts import chinese_family
-    from tests.reports.fixtures import demo_config, demo_outputs
 
     if chinese_family() is None:
         missing("a CJK font", "apt-get install fonts-noto-cjk")
     pdffonts = require_binary("pdffonts", package="poppler-utils")
-    [pdf] = write_review(build_review(demo_outputs(), demo_config()), tmp_path, formats=["pdf"], langs=["zh"])
+    pdf = pdfs["zh"]
     assert _CJK_FONT.search(subprocess.run([pdffonts, str(pdf)], capture_output=True, text=True, check=True).stdout)
     runs = fonts_of_chinese_text(pdf)
     assert sum(runs.values()) > 100

@@ -9,9 +9,8 @@ import numpy as np
 import pytest
 from PIL import Image
 
-from reports import Review, write_review
 from reports.locale import LANGS, Lang, load_catalogue
-from tests.real import missing, require_binary
+from tests.real import require_binary
 
 EXPECTED_PAGES = {"en": 12, "zh": 12}
 """Pages of the fixture month's review; a layout change that moves this is worth a look at the PNGs.
@@ -28,21 +27,6 @@ LINE_CHARTS = frozenset({"daily_gpu_hours", "daily_utilisation"})
 
 def _poppler(name: str) -> str:
     return require_binary(name, package="poppler-utils")
-
-
-@pytest.fixture(scope="module")
-def pdfs(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
-    _poppler("pdftoppm")
-    fonts = subprocess.run(["fc-list", ":lang=zh", "family"], capture_output=True, text=True, check=False).stdout
-    if "Noto Sans CJK" not in fonts and "WenQuanYi" not in fonts:
-        missing("a CJK font", "apt-get install fonts-noto-cjk")
-    from reports import build_review
-    from tests.reports.fixtures import demo_config, demo_outputs
-
-    review: Review = build_review(demo_outputs(), demo_config())
-    out = tmp_path_factory.mktemp("pdf")
-    paths = write_review(review, out, formats=["pdf"], langs=LANGS)
-    return {p.name.split(".")[1]: p for p in paths}
 
 
 def _pages(pdf: Path) -> list[Path]:

@@ -21,8 +21,9 @@ STARTUP_LINES = 400  # the demo's own summary comes first
 
 def test_demo_serve_prints_working_urls_and_stops(tmp_path: Path) -> None:
     command = [sys.executable, "-c", "from service.cli import main; main()",
-               # The smallest fleet (a node per cluster) for a day: the test is about --serve, not the month.
-               "demo", "--out", str(tmp_path / "demo"), "--days", "1", "--nodes", "2", "--serve"]
+               # The smallest fleet (a node per cluster) for a day, its review in Markdown only (two PDFs took a
+               # third of the test): the test is about --serve, not the month or the rendering.
+               "demo", "--out", str(tmp_path / "demo"), "--days", "1", "--nodes", "2", "--format", "md", "--serve"]
     process = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
     assert process.stdout is not None
     try:
@@ -57,3 +58,15 @@ def test_demo_serve_prints_working_urls_and_stops(tmp_path: Path) -> None:
     except httpx.TransportError:
         still_up = False
     assert not still_up, "the service must stop with the demo"
+
+
+def test_an_unknown_review_format_is_refused_before_anything_runs(tmp_path: Path) -> None:
+    from click.testing import CliRunner
+
+    from service.cli import cli
+
+    result = CliRunner().invoke(cli, ["demo", "--out", str(tmp_path / "demo"), "--format", "md,docx"])
+    assert result.exit_code == 2, result.output
+    assert "docx: expected some of md, html, pdf" in result.output
+    assert not (tmp_path / "demo").exists()
+
