@@ -127,7 +127,7 @@ def leave_out_swept(config: pytest.Config, items: list[pytest.Item]) -> None:
 
 
 def run(moment: Moment, pytest_args: list[str]) -> int:
-    workers = ["-n", os.environ.get("GPUSTEWARD_TEST_WORKERS", "3"), "--dist", "loadscope"]
+    workers = ["-n", os.environ.get("GPUSTEWARD_TEST_WORKERS", "4"), "--dist", "loadscope"]
     print(f"== {title(moment)}", flush=True)
     return subprocess.run(command(moment, [*workers, *pytest_args]), cwd=ROOT, env=environment(moment, os.environ),
                           check=False).returncode
