@@ -7,9 +7,9 @@ them. Real components (Prometheus, Alertmanager, Slurm) keep the machine's clock
 tests/test_suite_rules.py keeps wall-clock reads out of the tests themselves.
 
 The main run holds the sweep: tests/test_dates.py runs each moment as one test, so the sweep's processes
-share the two cores with the rest of the suite (which leaves one idle while it waits on servers and
-browsers) instead of running in a stage of their own, and `leave_out_swept` keeps the swept tests out of
-that run (they pass under four moments; a fifth run at today's date would add nothing).
+share the cores with the rest of the suite instead of running in a stage of their own that pytest waited
+for (the whole run now keeps both cores busy: docs/testing.md), and `leave_out_swept` keeps the swept
+tests out of that run (they pass under four moments; a fifth run at today's date would add nothing).
 `python -m tests.dates [PYTEST ARGS]` runs the sweep on its own; `--list` prints SWEEP.
 """
 
