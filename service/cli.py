@@ -252,7 +252,7 @@ def report(
     from service.schedule import run_scheduled_review
 
     config = load(config_path)
-    chosen_formats = [f.strip() for f in formats.split(",")] if formats else list(config.reports.formats)
+    chosen_formats = list(review_formats(formats) or config.reports.formats)
     chosen_langs = [x.strip() for x in langs.split(",")] if langs else list(config.reports.languages)
     folder = Path(out_dir or config.resolve(config.reports.out_dir))
     with open_for_writing(config, db_path) as wh:
@@ -305,14 +305,22 @@ def dashboard(config_path: str | None, db_path: str | None, port: int, read_mode
               help="The review's formats, comma-separated: md,html,pdf (default: the example config's, all three).")
 def demo(out_dir: str, seed: int, days: int, nodes: int, serve: bool, lang: str | None, formats: str | None) -> None:
     """Simulate a month, import it, evaluate, raise alerts, write the review and a quota plan."""
-    from reports.render import FORMATS
     from service.demo import run_demo
 
-    chosen = tuple(f.strip() for f in formats.split(",")) if formats else None
-    if chosen is not None and (unknown := [f for f in chosen if f not in FORMATS]):
-        # Said before the minutes of simulating and importing, not after them.
+    run_demo(Path(out_dir), seed=seed, days=days, nodes=nodes, serve=serve, lang=lang, formats=review_formats(formats))
+
+
+def review_formats(text: str | None) -> tuple[str, ...] | None:
+    """The review formats a `--format md,html,pdf` option names, None when not given; an unknown one is refused
+    before any work (the demo's minutes of simulating and importing, a report's evaluation)."""
+    from reports.render import FORMATS
+
+    if not text:
+        return None
+    chosen = tuple(f.strip() for f in text.split(","))
+    if unknown := [f for f in chosen if f not in FORMATS]:
         raise click.BadParameter(f"{', '.join(unknown)}: expected some of {', '.join(FORMATS)}", param_hint="--format")
-    run_demo(Path(out_dir), seed=seed, days=days, nodes=nodes, serve=serve, lang=lang, formats=chosen)
+    return chosen
 
 
 cli.add_command(init)

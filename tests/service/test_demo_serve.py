@@ -70,3 +70,16 @@ def test_an_unknown_review_format_is_refused_before_anything_runs(tmp_path: Path
     assert "docx: expected some of md, html, pdf" in result.output
     assert not (tmp_path / "demo").exists()
 
+
+
+def test_report_refuses_an_unknown_format_with_the_same_message(tmp_path: Path) -> None:
+    from click.testing import CliRunner
+
+    from gpusteward.config import example_config_path
+    from service.cli import cli
+
+    result = CliRunner().invoke(cli, ["report", "--config", str(example_config_path()), "--db",
+                                      str(tmp_path / "w.duckdb"), "--format", "pdf,docx", "--out", str(tmp_path)])
+    assert result.exit_code == 2, result.output
+    assert "docx: expected some of md, html, pdf" in result.output
+    assert not (tmp_path / "w.duckdb").exists()
