@@ -147,6 +147,7 @@ def simulate(  # noqa: PLR0917 - the CLI's interface, positional as documented
     *,
     slurm_extras: bool = True,
     account_limits: Mapping[tuple[str, str], int] | None = None,
+    telemetry: Callable[[str], bool] | None = None,
 ) -> Manifest:
     """Write a seeded fleet's history under `out_dir` in real formats; return (and write) the manifest.
 
@@ -155,6 +156,9 @@ def simulate(  # noqa: PLR0917 - the CLI's interface, positional as documented
     False leaves them out (the JSON dumps and association snapshots alone).
     `account_limits`: (cluster, account) -> GPU limit set by hand (simulator.limits); the same seed with
     other limits is the same demand scheduled under them.
+    `telemetry`: which DCGM and vLLM files to write, by their path under `out_dir` (`dcgm/west/2026-10-01.om.gz`),
+    as a site that kept only some of its exporters' dumps has them; None writes every one. The fleet runs every
+    day either way: the files written, and the manifest's problems and incidents, are a whole run's.
     """
     report: Progress = progress or (lambda _step, _done, _total: None)
     fleet = build_fleet(nodes, account_limits)
@@ -163,7 +167,8 @@ def simulate(  # noqa: PLR0917 - the CLI's interface, positional as documented
     parallel = plan.days * fleet.gpus >= PARALLEL_MIN_GPU_DAYS
     pool = ProcessPoolExecutor(WORKERS, mp_context=multiprocessing.get_context("spawn")) if parallel else None
     try:
-        return _simulate(out_dir, fleet, plan, nodes, report, slurm_extras=slurm_extras, pool=pool)
+        return _simulate(out_dir, fleet, plan, nodes, report, slurm_extras=slurm_extras, pool=pool,
+                         telemetry=telemetry or _every_file)
     finally:
         if pool is not None:
             pool.shutdown(wait=True, cancel_futures=True)
@@ -202,9 +207,13 @@ class _Schedules:
         return True
 
 
+def _every_file(_path: str) -> bool:
+    return True
+
+
 def _simulate(
     out_dir: Path, fleet: Fleet, plan: Plan, nodes: int, report: Progress, *, slurm_extras: bool,
-    pool: ProcessPoolExecutor | None,
+    pool: ProcessPoolExecutor | None, telemetry: Callable[[str], bool],
 ) -> Manifest:
     start, days, seed = plan.start, plan.days, plan.seed
     schedules = _Schedules(fleet, plan, report, pool)
@@ -238,7 +247,7 @@ def _simulate(
         scheduled(c)
 
     idle = _write_telemetry(out_dir, fleet, plan, schedules.world, files=files, report=report, side=side, pool=pool,
-                            wait_for=wait_for)
+                            wait_for=wait_for, wanted=telemetry)
     for c in fleet.clusters:  # every cluster has a day to write unless the range is empty
         scheduled(c)
     while side:
@@ -312,10 +321,11 @@ def _write_telemetry(
     side: list[Callable[[], None]],
     pool: ProcessPoolExecutor | None,
     wait_for: Callable[[Cluster], None],
+    wanted: Callable[[str], bool],
 ) -> dict[str, float]:
-    """DCGM and vLLM files, day by day, and the `side` work whenever this process would wait for
-    the workers; returns idle-held interactive GPU-minutes per team. `wait_for(cluster)` makes
-    sure a cluster is scheduled (and fills `world`) before its first day."""
+    """DCGM and vLLM files, day by day (those `wanted` by their path under `out_dir`), and the `side` work
+    whenever this process would wait for the workers; returns idle-held interactive GPU-minutes per team.
+    `wait_for(cluster)` makes sure a cluster is scheduled (and fills `world`) before its first day."""
     models: dict[str, TelemetryModel] = {}
     labels: dict[str, DcgmLabels] = {}
     interactive: dict[str, dict[int, str]] = {}
@@ -339,15 +349,14 @@ def _write_telemetry(
                     (out_dir / "vllm" / c.name).mkdir(parents=True, exist_ok=True)
             values = models[c.name].day(d)
             measure.idle_minutes(values, interactive[c.name], idle)
-            jobs: list[tuple[Callable[..., int], tuple[object, ...]]] = [
-                (write_dcgm, (str(out_dir / "dcgm" / c.name / f"{stamp}.om.gz"), values, labels[c.name]))
-            ]
-            files.append(f"dcgm/{c.name}/{stamp}.om.gz")
-            if world.series[c.name]:
-                path = str(out_dir / "vllm" / c.name / f"{stamp}.om.gz")
+            jobs: list[tuple[Callable[..., int], tuple[object, ...]]] = []
+            if wanted(name := f"dcgm/{c.name}/{stamp}.om.gz"):
+                jobs.append((write_dcgm, (str(out_dir / name), values, labels[c.name])))
+                files.append(name)
+            if world.series[c.name] and wanted(name := f"vllm/{c.name}/{stamp}.om.gz"):
                 day_series = _day_slice(world.series[c.name], t0, t0 + DAY_S)
-                jobs.append((write_vllm, (path, day_series, c.name, t0, t0 + DAY_S)))
-                files.append(f"vllm/{c.name}/{stamp}.om.gz")
+                jobs.append((write_vllm, (str(out_dir / name), day_series, c.name, t0, t0 + DAY_S)))
+                files.append(name)
             for fn, args in jobs:
                 if pool is None:
                     fn(*args)

@@ -16,6 +16,7 @@ import pytest
 import simulator.run
 from simulator import Manifest, simulate
 from simulator.fleet import build_fleet
+from simulator.manifest import MANIFEST_FILE
 from simulator.workload import scale_out_sizes
 from tests.simulator.helpers import epoch, expand_hostlist, gpus_of, sacct_jobs, shards_of
 
@@ -52,6 +53,18 @@ def test_worker_processes_write_the_same_bytes_as_one_process(tmp_path: Path, mo
     monkeypatch.setattr(simulator.run, "PARALLEL_MIN_GPU_DAYS", 0)
     simulate(tmp_path / "two", date(2026, 10, 1), 2, 9, nodes=2)
     assert _digests(tmp_path / "one") == _digests(tmp_path / "two")
+
+
+def test_a_run_that_keeps_some_telemetry_writes_those_files_as_a_whole_run_does(tmp_path: Path) -> None:
+    whole = simulate(tmp_path / "whole", date(2026, 10, 1), 2, 9, nodes=2)
+    wanted = {"dcgm/west/2026-10-02.om.gz", "vllm/east/2026-10-01.om.gz"}
+    some = simulate(tmp_path / "some", date(2026, 10, 1), 2, 9, nodes=2, telemetry=wanted.__contains__)
+    expected = {k: v for k, v in _digests(tmp_path / "whole").items()
+                if k != MANIFEST_FILE and (k in wanted or not k.startswith(("dcgm/", "vllm/")))}
+    assert wanted <= expected.keys()
+    assert {k: v for k, v in _digests(tmp_path / "some").items() if k != MANIFEST_FILE} == expected
+    assert set(some.files) == expected.keys()
+    assert repr((some.planted, some.incidents)) == repr((whole.planted, whole.incidents))  # NaN where no data
 
 
 def test_gzip_members_carry_no_name_or_time(short_run: tuple[Path, Manifest]) -> None:
