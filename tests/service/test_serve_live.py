@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import dataclasses
 import json
-import shutil
 import threading
 import urllib.request
 from collections.abc import Iterator
@@ -35,8 +34,10 @@ from warehouse import open_warehouse
 
 pytestmark = pytest.mark.slow  # minutes: scheduled first (tests/parallel.py)
 
-START = datetime(2026, 10, 2, 5, 0, tzinfo=UTC)  # an hour before west-gpu-03's planted outage (06:00-12:00)
-HOURS = 8  # through the outage and the scraper's recovery, and the reserve breach (09:00-14:00) reaching the webhook
+START = datetime(2026, 10, 2, 5, 30, tzinfo=UTC)  # half an hour before west-gpu-03's planted outage (06:00-12:00)
+# Through the outage and the scraper's recovery (its backoff is capped at 10 minutes: scraped again by 12:10), and the
+# reserve breach (09:00-14:00) reaching the webhook (within two evaluation intervals of 09:10).
+HOURS = 7
 NODES = 8
 EVALUATE_EVERY = timedelta(minutes=30)
 BACKOFF_CAP_MIN = 10  # ScrapeSettings.backoff_max_s
@@ -53,15 +54,15 @@ class LiveRun:
 
 @pytest.fixture(scope="module")
 def live_run(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LiveRun]:
-    """The simulated fleet of `gpusteward simulate --nodes 8 --seed 7` served live for 2026-10-02 05:00-13:00
+    """The simulated fleet of `gpusteward simulate --nodes 8 --seed 7` served live for 2026-10-02 05:30-12:30
     (a reserve breach 09:00-14:00, west-gpu-03 silent 06:00-12:00); its Slurm and inference files arrive
     through the import folder as the clock passes. The read model is published with each evaluation rather
     than every 5 minutes of scrapes (a quarter of the run's time): nothing here reads it, the served day's
     tests do."""
     root = tmp_path_factory.mktemp("live")
     staging = tmp_path_factory.mktemp("sim")
-    simulate(staging, date(2026, 10, 1), 2, 7, nodes=NODES)
-    shutil.rmtree(staging / "dcgm")  # GPU telemetry comes live from the fleet instead
+    # GPU telemetry comes live from the fleet instead of files
+    simulate(staging, date(2026, 10, 1), 2, 7, nodes=NODES, telemetry=lambda path: not path.startswith("dcgm/"))
     clock = FakeClock(START)
     fleet = LiveFleet(NODES, seed=7, start=date(2026, 10, 1), days=2, clock=lambda: clock.now().timestamp())
     incoming = root / "incoming"
