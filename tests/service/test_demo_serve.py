@@ -71,7 +71,6 @@ def test_an_unknown_review_format_is_refused_before_anything_runs(tmp_path: Path
     assert not (tmp_path / "demo").exists()
 
 
-
 def test_report_refuses_an_unknown_format_with_the_same_message(tmp_path: Path) -> None:
     from click.testing import CliRunner
 
