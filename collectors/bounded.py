@@ -10,13 +10,15 @@ byte-order mark at the start is skipped.
 from __future__ import annotations
 
 import codecs
-import gzip
 import zlib
 from collections.abc import Iterator
 from contextlib import ExitStack
 from dataclasses import dataclass
 from io import BufferedIOBase
 from pathlib import Path
+from typing import cast
+
+from isal import igzip, isal_zlib
 
 from gpusteward.config.limits import LimitsConfig
 from gpusteward.errors import InputError
@@ -25,6 +27,9 @@ CHUNK = 1 << 22
 PEEK = 1 << 16
 RATIO_AFTER = 4 << 20  # the ratio is judged once this much is decompressed: small files vary
 BOM = "\ufeff"
+_ISAL_ERROR = cast("type[Exception]", isal_zlib.error)  # a class, which isal's stub declares as an instance
+CORRUPT = (EOFError, OSError, zlib.error, _ISAL_ERROR)
+"""What reading a truncated or corrupt gzip stream raises."""
 
 
 @dataclass
@@ -43,7 +48,10 @@ def _open(path: Path, stack: ExitStack) -> _Stream:
     magic = f.read(2)
     f.seek(0)
     if magic == b"\x1f\x8b":
-        return _Stream(stack.enter_context(gzip.GzipFile(fileobj=f, mode="rb")), f)
+        # ISA-L's inflate: a day of one cluster's DCGM dump (159 MB of text) in 0.05 s of CPU, against the
+        # standard library's 0.16-0.19 s (docs/performance.md, "Gzip").
+        inflated = igzip.IGzipFile(fileobj=f, mode="rb")  # type: ignore[no-untyped-call]  # isal leaves it unannotated
+        return _Stream(stack.enter_context(inflated), f)
     return _Stream(f, None)
 
 
@@ -65,7 +73,7 @@ def lines(path: Path, source: str, limits: LimitsConfig) -> Iterator[list[str]]:
         while True:
             try:
                 data = stream.raw.read(CHUNK)
-            except (EOFError, OSError, zlib.error) as exc:
+            except CORRUPT as exc:
                 raise InputError(source, f"truncated or corrupt compressed data ({exc})", line=done + 1) from None
             total += len(data)
             _check_size(source, total, stream, limits, done + 1)

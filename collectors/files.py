@@ -16,7 +16,6 @@ A file of no known kind is refused saying why (empty, only comments, or its firs
 from __future__ import annotations
 
 import re
-import zlib
 from collections.abc import Iterable
 from datetime import UTC, datetime
 from pathlib import Path
@@ -144,7 +143,7 @@ def _kind_and_reason(path: Path, mappings: MappingIndex, limits: LimitsConfig) -
     """The kind, or None and why not."""
     try:
         head = bounded.head_text(path)
-    except (EOFError, OSError, zlib.error) as exc:
+    except bounded.CORRUPT as exc:
         return None, f"cannot read its start ({exc})"
     if not head.strip():
         return None, "it is empty"
@@ -155,7 +154,7 @@ def _kind_and_reason(path: Path, mappings: MappingIndex, limits: LimitsConfig) -
     if first is None and len(head.encode()) >= bounded.PEEK:
         try:
             first, kind = _first_sample_further(path, mappings, limits)
-        except (EOFError, OSError, zlib.error) as exc:
+        except bounded.CORRUPT as exc:
             return None, f"cannot read it ({exc})"
         if kind is not None:
             return kind, ""
