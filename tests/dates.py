@@ -60,6 +60,7 @@ SWEEP = (
     "tests/service/test_import_errors.py",
     "tests/service/test_folder_import.py",
     "tests/service/test_serve.py",
+    "tests/service/test_grafana_dashboard_real.py",
     "tests/service/test_schedule.py",
     "tests/warehouse/test_outbox.py",
     "tests/quota/test_workflow.py",
@@ -74,12 +75,16 @@ whose fixtures simulate three days and schedule a month: 14 s per moment) run on
 HEAVY = (
     "tests/service/test_serve.py",
     "tests/faults/test_service_faults.py::test_kill_9_of_the_service_mid_import_then_restart_loses_and_doubles_nothing",
+    "tests/service/test_grafana_dashboard_real.py",
 )
 """Swept tests that run the whole service for minutes (a simulated day; a real `serve` killed and restarted).
-Both run the service on a FakeClock, so the wall clock reaches them only where something reads it by mistake:
+The first two run the service on a FakeClock, so the wall clock reaches them only where something reads it by mistake:
 they run under the DST change in America/New_York (a local zone that is not UTC, and a local hour that does not
 exist), while the year's turn and 28 and 29 February sweep the rest, whose tests read the same clock through
-the same code. Sweeping these two under one moment instead of four keeps the suite inside its 25 minutes."""
+the same code. Sweeping these two under one moment instead of four keeps the suite inside its 25 minutes.
+The Grafana dashboard's test reads the served day too (a real Prometheus scraping it, on the machine's clock:
+the service's /metrics carry no timestamps), so it runs beside test_serve, and the day is built once in the
+whole run instead of once here and once in the main run."""
 
 
 _CHILD_OF_A_WORKER = ("PYTEST_XDIST_WORKER", "PYTEST_XDIST_WORKER_COUNT", "PYTEST_XDIST_TESTRUNUID",

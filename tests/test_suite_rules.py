@@ -133,6 +133,7 @@ def test_the_main_run_leaves_out_exactly_the_swept_tests() -> None:
     kill = HEAVY[1]
     assert "::" in kill
     assert swept("tests/service/test_serve.py::test_a_day")
+    assert swept("tests/service/test_grafana_dashboard_real.py::test_every_panel_query_parses_and_returns_series")
     assert swept(kill)
     assert swept(f"{kill}[x]")
     assert not swept("tests/service/test_serve_live.py::test_every_served_minute_is_stored_once")
