@@ -1,52 +1,32 @@
-"""`json.dumps(value, indent=2)`'s exact text, about twice as fast.
+"""`json.dumps(value, indent=2)`'s exact text, about five times as fast.
 
 Slurm prints its JSON indented, so the simulator writes it that way, and Python's encoder takes its
 pure-Python path whenever `indent` is set: a generator yielding every token. A month of pending-job
-snapshots and job records of a starving queue is most of the simulator's Slurm output, and this is its
-hot path; strings still go through the C escaper, numbers through their own `repr`.
+snapshots and job records of a starving queue is most of the simulator's Slurm output. So the value is
+encoded compactly by the standard library's C encoder (its strings, numbers and key order, exactly as
+`json.dumps` writes them) and re-indented by msgspec's formatter, which copies every token as it is:
+a day of pending-job snapshots (5.8 MB) in 0.15 s of CPU, against 0.33 s for the hand-written encoder
+this replaced and about 0.7 s for `json.dumps(indent=2)`. NaN and the infinities, which json writes
+but JSON does not allow, take json's own indented path.
 """
 
 from __future__ import annotations
 
 import json
-from json.encoder import encode_basestring_ascii
 from typing import Any
 
+import msgspec
+
 INDENT = "  "
+_COMPACT = (",", ":")
 
 
 def indented(value: Any, depth: int = 0) -> str:
     """The text of `json.dumps(value, indent=2)`; at `depth`, every line after the first indented as a
     value `depth` levels down in an enclosing document (the lines of `json.dumps` of that document)."""
-    return _text(value, "\n" + INDENT * depth)
-
-
-def _text(value: Any, newline: str) -> str:
-    kind = type(value)
-    if kind is str:
-        return encode_basestring_ascii(value)
-    if kind is dict:
-        if not value:
-            return "{}"
-        inner = newline + INDENT
-        items = [f"{_key(k)}: {_text(v, inner)}" for k, v in value.items()]
-        return "{" + inner + ("," + inner).join(items) + newline + "}"
-    if kind is list:
-        if not value:
-            return "[]"
-        inner = newline + INDENT
-        return "[" + inner + ("," + inner).join([_text(v, inner) for v in value]) + newline + "]"
-    if value is True:
-        return "true"
-    if value is False:
-        return "false"
-    if value is None:
-        return "null"
-    if kind is int:
-        return int.__repr__(value)
-    # Floats (NaN and the infinities as json writes them), tuples, subclasses: json's own text.
-    return json.dumps(value, indent=len(INDENT)).replace("\n", newline)
-
-
-def _key(key: Any) -> str:
-    return encode_basestring_ascii(key) if type(key) is str else json.dumps({key: 0})[1:-4]
+    compact = json.dumps(value, separators=_COMPACT)
+    try:
+        text = msgspec.json.format(compact, indent=len(INDENT))
+    except msgspec.DecodeError:
+        text = json.dumps(value, indent=len(INDENT))
+    return text.replace("\n", "\n" + INDENT * depth) if depth else text
