@@ -1,18 +1,20 @@
 """Keep tests that share an expensive fixture on one pytest-xdist worker.
 
-`./dev test` runs the suite on three workers (`-n 3`) on two cores: much of its time is spent waiting
+`./dev test` runs the suite on four workers (`-n 4`) on two cores: much of its time is spent waiting
 on servers, browsers and child processes, so more workers than cores keep both busy (docs/testing.md).
 A session fixture (the demo month, a real Slurm, a served day) must then be built once, not once per
-worker, and a module's
-fixtures once per module. So a work unit is not a test but a group: the connected component of the
-test modules linked by a shared session or package fixture; a module on its own is its own group.
+worker, and a module's fixtures once per module. So a work unit is not a test but a group: the
+connected component of the test modules linked by a shared session or package fixture; a module on
+its own is its own group.
 
-Only the workers see fixtures, only the controller schedules: each worker writes the module -> group
-map to a file the controller names (`pytest_configure_node`) before it reports its collection, and
-the controller's scheduler (`pytest_xdist_make_scheduler`, xdist's LoadScopeScheduling with groups
-for scopes) reads it when it splits the collection into units. xdist's own `--dist loadgroup` would
-do this with marks, but it rewrites a node id attribute that pytest 9 no longer reads. Used with
-`--dist loadscope`; any other `--dist` keeps xdist's own scheduling.
+Groups holding a `slow` test go first (`slow_first`), in that order: xdist's own reordering of work
+units by their number of tests is turned off. Only the workers see fixtures, only the controller
+schedules: each worker writes the module -> group map to a file the controller names
+(`pytest_configure_node`) before it reports its collection, and the controller's scheduler
+(`pytest_xdist_make_scheduler`, xdist's LoadScopeScheduling with groups for scopes) reads it when it
+splits the collection into units. xdist's own `--dist loadgroup` would do this with marks, but it
+rewrites a node id attribute that pytest 9 no longer reads. Used with `--dist loadscope`; any other
+`--dist` keeps xdist's own scheduling.
 """
 
 from __future__ import annotations
@@ -123,4 +125,8 @@ def pytest_xdist_make_scheduler(config: pytest.Config, log: Any) -> Any:
             module = _module(nodeid)
             return self._groups.get(module, module)
 
+    # xdist orders work units by their number of tests unless told otherwise (`--no-loadscope-reorder`): that put
+    # the long groups of a few tests (the date sweep, the quota loop, the live service, Spark) last, after every
+    # group slow_first had put behind them, and a worker ran one of them alone at the end of the run.
+    config.option.loadscopereorder = False
     return GroupScheduling(config, log)

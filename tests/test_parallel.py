@@ -1,4 +1,5 @@
-"""tests/parallel.py: on two xdist workers, a fixture shared by several modules is still built once."""
+"""tests/parallel.py: on two xdist workers, a fixture shared by several modules is still built once; the
+groups holding a slow test run first."""
 
 from __future__ import annotations
 
@@ -76,3 +77,48 @@ def test_a_shared_fixture_is_built_once_on_two_workers(tmp_path: Path) -> None:
     # one table per module
     assert built.count("month") == 1, built
     assert built.count("table") == len(sharing) + 2, built
+
+
+MANY = """
+import os
+from pathlib import Path
+
+import pytest
+
+@pytest.mark.parametrize("n", range(8))
+def test_{name}(n):
+    with Path(os.environ["RAN_LOG"]).open("a") as log:
+        log.write("{name}\\n")
+"""
+
+SLOW = """
+import os
+from pathlib import Path
+
+import pytest
+
+@pytest.mark.slow
+def test_slow():
+    with Path(os.environ["RAN_LOG"]).open("a") as log:
+        log.write("slow\\n")
+"""
+
+
+def test_a_group_holding_a_slow_test_runs_before_groups_of_more_tests(tmp_path: Path) -> None:
+    """xdist alone would run the modules of eight tests first and the slow one-test module last."""
+    for name in ("alpha", "beta"):
+        (tmp_path / f"test_{name}.py").write_text(MANY.format(name=name), encoding="utf-8")
+    (tmp_path / "test_zulu.py").write_text(SLOW, encoding="utf-8")
+    (tmp_path / "pytest.ini").write_text("[pytest]\nmarkers =\n    slow: minutes\n", encoding="utf-8")
+    log = tmp_path / "ran.txt"
+    environ = {k: v for k, v in os.environ.items() if k not in ("CI", "GPUSTEWARD_SKIP_LOG")}
+    ran = subprocess.run(
+        [sys.executable, "-m", "pytest", "-p", "tests.parallel", "-p", "no:cacheprovider", "-q",
+         "-n", "1", "--dist", "loadscope", "-c", str(tmp_path / "pytest.ini"), str(tmp_path)],
+        env={**environ, "PYTHONPATH": str(ROOT), "RAN_LOG": str(log)},
+        cwd=ROOT, capture_output=True, text=True, check=False,
+    )
+    assert ran.returncode == 0, ran.stdout + ran.stderr
+    assert "17 passed" in ran.stdout
+    order = log.read_text(encoding="utf-8").split()
+    assert order[0] == "slow", order
