@@ -99,6 +99,18 @@ def test_truncated_gzip_names_the_file_and_line(tmp_path: Path) -> None:
         read_file(path)
 
 
+def test_a_corrupt_deflate_stream_names_the_file_and_line(tmp_path: Path) -> None:
+    """Bytes overwritten inside the compressed data (not cut short): ISA-L's inflate error is an InputError too."""
+    whole = bytearray(gzip.compress(dcgm_dump(hosts=2, gpus=8, minutes=60, seed=1).encode()))
+    middle = len(whole) // 2
+    whole[middle : middle + 64] = b"\xff" * 64
+    path = tmp_path / "dcgm/c1/2026-11-01.om.gz"
+    path.parent.mkdir(parents=True)
+    path.write_bytes(bytes(whole))
+    with pytest.raises(InputError, match=rf"^{path}:\d+: truncated or corrupt compressed data"):
+        read_file(path)
+
+
 def test_openmetrics_without_eof_is_truncated(tmp_path: Path) -> None:
     text = dcgm_dump(hosts=1, gpus=1, minutes=3).replace("# EOF\n", "")
     path = _write(tmp_path / "2026-11-01.om.gz", text, gz=True)
