@@ -81,7 +81,7 @@ HEAVY = (
 The first two run the service on a FakeClock, so the wall clock reaches them only where something reads it by mistake:
 they run under the DST change in America/New_York (a local zone that is not UTC, and a local hour that does not
 exist), while the year's turn and 28 and 29 February sweep the rest, whose tests read the same clock through
-the same code. Sweeping these two under one moment instead of four keeps the suite inside its 25 minutes.
+the same code. Sweeping these under one moment instead of four keeps the suite inside its 25 minutes.
 The Grafana dashboard's test reads the served day too (a real Prometheus scraping it, on the machine's clock:
 the service's /metrics carry no timestamps), so it runs beside test_serve, and the day is built once in the
 whole run instead of once here and once in the main run."""

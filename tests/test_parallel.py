@@ -54,6 +54,17 @@ def test_alone(n, table):
 """
 
 
+def _pytest(folder: Path, *, workers: int, **env: str) -> subprocess.CompletedProcess[str]:
+    """pytest over `folder`'s tests on `workers` xdist workers with tests/parallel.py's scheduling."""
+    environ = {k: v for k, v in os.environ.items() if k not in ("CI", "GPUSTEWARD_SKIP_LOG")}
+    return subprocess.run(
+        [sys.executable, "-m", "pytest", "-p", "tests.parallel", "-p", "no:cacheprovider", "-q",
+         "-n", str(workers), "--dist", "loadscope", "-c", str(folder / "pytest.ini"), str(folder)],
+        env={**environ, "PYTHONPATH": str(ROOT), **env},
+        cwd=ROOT, capture_output=True, text=True, check=False,
+    )
+
+
 def test_a_shared_fixture_is_built_once_on_two_workers(tmp_path: Path) -> None:
     (tmp_path / "conftest.py").write_text(CONFTEST, encoding="utf-8")
     sharing = ("first", "second", "third", "fourth")
@@ -63,13 +74,7 @@ def test_a_shared_fixture_is_built_once_on_two_workers(tmp_path: Path) -> None:
         (tmp_path / f"test_{name}.py").write_text(ALONE.replace("test_alone", f"test_{name}"), encoding="utf-8")
     (tmp_path / "pytest.ini").write_text("[pytest]\n", encoding="utf-8")
     log = tmp_path / "built.txt"
-    environ = {k: v for k, v in os.environ.items() if k not in ("CI", "GPUSTEWARD_SKIP_LOG")}
-    ran = subprocess.run(
-        [sys.executable, "-m", "pytest", "-p", "tests.parallel", "-p", "no:cacheprovider", "-q",
-         "-n", "2", "--dist", "loadscope", "-c", str(tmp_path / "pytest.ini"), str(tmp_path)],
-        env={**environ, "PYTHONPATH": str(ROOT), "BUILT_LOG": str(log)},
-        cwd=ROOT, capture_output=True, text=True, check=False,
-    )
+    ran = _pytest(tmp_path, workers=2, BUILT_LOG=str(log))
     assert ran.returncode == 0, ran.stdout + ran.stderr
     assert "24 passed" in ran.stdout
     built = log.read_text(encoding="utf-8").split()
@@ -111,13 +116,7 @@ def test_a_group_holding_a_slow_test_runs_before_groups_of_more_tests(tmp_path: 
     (tmp_path / "test_zulu.py").write_text(SLOW, encoding="utf-8")
     (tmp_path / "pytest.ini").write_text("[pytest]\nmarkers =\n    slow: minutes\n", encoding="utf-8")
     log = tmp_path / "ran.txt"
-    environ = {k: v for k, v in os.environ.items() if k not in ("CI", "GPUSTEWARD_SKIP_LOG")}
-    ran = subprocess.run(
-        [sys.executable, "-m", "pytest", "-p", "tests.parallel", "-p", "no:cacheprovider", "-q",
-         "-n", "1", "--dist", "loadscope", "-c", str(tmp_path / "pytest.ini"), str(tmp_path)],
-        env={**environ, "PYTHONPATH": str(ROOT), "RAN_LOG": str(log)},
-        cwd=ROOT, capture_output=True, text=True, check=False,
-    )
+    ran = _pytest(tmp_path, workers=1, RAN_LOG=str(log))
     assert ran.returncode == 0, ran.stdout + ran.stderr
     assert "17 passed" in ran.stdout
     order = log.read_text(encoding="utf-8").split()
