@@ -3,8 +3,8 @@
 Lists (`/apis/G/V/plural`, all namespaces), named objects (cluster-scoped or
 `/apis/G/V/namespaces/NS/plural/NAME`), and PATCH with `application/json-patch+json`
 (add, replace, remove, test; a failed `test` answers 422 with a Status body, as the API server
-does); `dryRun=All` answers without storing. `after_get` runs after each GET of a named object, so a
-test can change the quota underneath a writer.
+does); `dryRun=All` answers without storing. `after_get` runs on each GET of a named object, after its
+answer is taken and before it is sent, so a test can change the quota underneath a writer.
 
 `serve(kube, tls=context)` serves HTTPS with the server certificate in `context`; with `kube.tokens`
 or `kube.cert_users` set, a request must carry one of those bearer tokens or a client certificate
@@ -138,13 +138,14 @@ def _handler(kube: FakeKube) -> type[BaseHTTPRequestHandler]:
             path = urlparse(self.path).path
             kube.requests.append(("GET", path))
             with kube.lock:
-                obj = kube.objects.get(path)
+                obj = copy.deepcopy(kube.objects.get(path))
                 items = None if obj is not None else kube.list(path)
+                # Before the answer goes out: the client's next request can reach another handler
+                # thread as soon as it has the answer, and must find the change already made.
+                if obj is not None and kube.after_get is not None:
+                    kube.after_get(path)
             if obj is not None:
                 self._send(200, obj)
-                if kube.after_get is not None:
-                    with kube.lock:
-                        kube.after_get(path)
             elif items:
                 self._send(200, {"kind": "List", "apiVersion": "v1", "metadata": {}, "items": items})
             elif path.rsplit("/", 1)[-1] in PLURALS.values():
