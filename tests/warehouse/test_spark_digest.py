@@ -22,6 +22,7 @@ from gpusteward.config import example_config_path
 from gpusteward.config.schema import IdleConfig
 from gpusteward.domain import Month
 from sla.common import Window
+from tests.real import require_pyspark
 from tests.sla.test_minute_digest import assert_same_digest
 from tests.warehouse.conftest import T0, gpu_minutes
 from warehouse import Warehouse, open_warehouse
@@ -50,6 +51,7 @@ def quick_jit() -> Iterator[None]:
 def spark() -> Iterator[SparkSession]:
     from warehouse.digest.spark_digest import local_session
 
+    require_pyspark()
     session = local_session(2, app_name="gpusteward-tests")
     yield session
     session.stop()
