@@ -60,6 +60,8 @@ SWEEP = (
     "tests/service/test_import_errors.py",
     "tests/service/test_folder_import.py",
     "tests/service/test_serve.py",
+    "tests/service/test_serve_api.py",
+    "tests/service/test_serve_gpu_series.py",
     "tests/service/test_grafana_dashboard_real.py",
     "tests/service/test_schedule.py",
     "tests/warehouse/test_outbox.py",
@@ -74,6 +76,8 @@ whose fixtures simulate three days and schedule a month: 14 s per moment) run on
 
 HEAVY = (
     "tests/service/test_serve.py",
+    "tests/service/test_serve_api.py",
+    "tests/service/test_serve_gpu_series.py",
     "tests/faults/test_service_faults.py::test_kill_9_of_the_service_mid_import_then_restart_loses_and_doubles_nothing",
     "tests/service/test_grafana_dashboard_real.py",
 )
@@ -82,8 +86,9 @@ The first two run the service on a FakeClock, so the wall clock reaches them onl
 they run under the DST change in America/New_York (a local zone that is not UTC, and a local hour that does not
 exist), while the year's turn and 28 and 29 February sweep the rest, whose tests read the same clock through
 the same code. Sweeping these under one moment instead of four keeps the suite inside its 25 minutes.
-The Grafana dashboard's test reads the served day too (a real Prometheus scraping it, on the machine's clock:
-the service's /metrics carry no timestamps), so it runs beside test_serve, and the day is built once in the
+The control API's tests, the GPU series' and the Grafana dashboard's (a real Prometheus scraping it, on the
+machine's clock: the service's /metrics carry no timestamps) read the served day too, so they run beside
+test_serve, after it (the API's tests approve its plan and silence an alert), and the day is built once in the
 whole run instead of once here and once in the main run."""
 
 

@@ -130,11 +130,23 @@ def test_the_date_sweep_moves_every_python_process_clock_but_not_the_monotonic_o
 def test_the_main_run_leaves_out_exactly_the_swept_tests() -> None:
     from tests.dates import HEAVY, swept
 
-    kill = HEAVY[1]
-    assert "::" in kill
+    kill = next(t for t in HEAVY if "::" in t)
     assert swept("tests/service/test_serve.py::test_a_day")
     assert swept("tests/service/test_grafana_dashboard_real.py::test_every_panel_query_parses_and_returns_series")
     assert swept(kill)
     assert swept(f"{kill}[x]")
     assert not swept("tests/service/test_serve_live.py::test_every_served_minute_is_stored_once")
     assert not swept("tests/faults/test_service_faults.py::test_the_folder_import_survives_a_full_disk")
+
+
+def test_every_module_reading_the_served_day_runs_in_the_sweep_beside_test_serve() -> None:
+    """The served day (tests/service/conftest.py's `served`) takes minutes to build: a module that reads it in
+    the main run would build it a second time (the DST sweep builds it for test_serve)."""
+    from tests.dates import HEAVY, ROOT
+
+    readers = {
+        str(path.relative_to(ROOT)) for path in (ROOT / "tests").rglob("test_*.py")
+        if re.search(r"def \w+\([^)]*(?<!\w)served: ServedDay", path.read_text(encoding="utf-8"))
+    }
+    assert "tests/service/test_serve.py" in readers
+    assert readers <= set(HEAVY), sorted(readers - set(HEAVY))
