@@ -11,7 +11,7 @@ import streamlit as st
 from dashboards import frames
 from dashboards.data import OverviewData
 from dashboards.folds import fold
-from dashboards.tables import show_table
+from dashboards.tables import show_table, show_wrapped
 from dashboards.texts import Texts
 from reports.locale import Lang
 from reports.model import Quantity
@@ -68,6 +68,7 @@ def _idle(data: OverviewData, tx: Texts) -> None:
 
 
 def _sla(data: OverviewData, tx: Texts) -> None:
+    """The misses named in a sentence, then the missed and at-risk results whole; every result folded below."""
     st.subheader(tx("sla.header"))
     table = frames.sla_table(data, tx)
     if table is None:
@@ -81,7 +82,13 @@ def _sla(data: OverviewData, tx: Texts) -> None:
         names = [tx("sla.miss_item", subject=s, indicator=i)
                  for s, i in zip(misses[subject], misses[indicator], strict=True)]
         st.warning(tx("sla.misses", count=misses.height, subjects=tx("list.join").join(names)))
-    show_table(table, tx)
+    attention = table.filter(pl.col(status).is_in([tx("sla.status.missed"), tx("sla.status.at_risk")]))
+    if not attention.is_empty():
+        show_wrapped(attention, tx)
+    judged = table.filter(pl.col(status) != tx("sla.status.none")).height
+    with fold(tx("sla.all_results", count=table.height, judged=judged), "overview.sla") as unfolded:
+        if unfolded:
+            show_table(table, tx)
 
 
 def _breaches(data: OverviewData, tx: Texts) -> None:
@@ -98,7 +105,9 @@ def _breaches(data: OverviewData, tx: Texts) -> None:
         return
     episodes = frames.episodes_table(data, tx)
     if episodes is not None:
-        show_table(episodes, tx)
+        with fold(tx("breaches.episodes_folded", count=episodes.height), "overview.episodes") as unfolded:
+            if unfolded:
+                show_table(episodes, tx)
     elif frames.completeness_table(data, tx) is None:
         st.info(tx("breaches.no_telemetry"))
     else:

@@ -62,13 +62,21 @@ def overview(view: View) -> None:
 
 
 def scenarios(view: View) -> None:
+    """The summary per scenario; under each scenario its missed and at-risk results whole, every result folded."""
     header(view, "scenarios.title")
     tx = view.tx
     _table(pf.scenario_summary(view), view, "sla_results")
     results = view.outputs.results
     for scenario in sorted(set(results["scenario"].drop_nulls().to_list())):
+        rows = results.filter(pl.col("scenario") == scenario)
         st.subheader(tx.fmt.term("scenario", scenario))
-        _table(pf.results_table(view, results.filter(pl.col("scenario") == scenario)), view, "sla_results")
+        attention = pf.results_table(view, pf.needing_attention(rows), keep_order=True)
+        if attention is not None:
+            show_wrapped(attention, tx)
+        judged = rows.filter(pl.col("met").is_not_null()).height
+        with fold(tx("scenarios.all_results", count=rows.height, judged=judged), f"scenarios.{scenario}") as unfolded:
+            if unfolded:
+                _table(pf.results_table(view, rows), view, "sla_results")
 
 
 def queues(view: View) -> None:
@@ -79,7 +87,13 @@ def queues(view: View) -> None:
     _queue_objectives(view)
     st.subheader(tx("queues.arrays"))
     st.caption(tx("queues.arrays_help"))
-    _table(pf.arrays_table(view), view, "month_arrays")
+    arrays = pf.arrays_table(view)
+    if arrays is None:
+        _table(None, view, "month_arrays")
+    else:
+        with fold(tx("queues.arrays_folded", count=arrays.height), "queues.arrays") as unfolded:
+            if unfolded:
+                show_table(arrays, tx)
     st.subheader(tx("queues.share"))
     _table(pf.share_table(view), view, "usage")
     st.subheader(tx("queues.fairness"))

@@ -1,4 +1,5 @@
-"""How the pages draw tables: a status in words on a coloured cell, and long text wrapped.
+"""How the pages draw tables: a status in words on a coloured cell, long text wrapped, and a grid only where a
+table is too long to read whole.
 
 A status is written as a word from the catalogue ("missed", "未达标") on a coloured background, never
 as a glyph: emoji circles and check marks render as empty boxes where no colour-emoji font is
@@ -8,6 +9,7 @@ who cannot tell red from green. The words carry the meaning; the colour helps th
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping
 from typing import Any
 
@@ -15,6 +17,12 @@ import polars as pl
 import streamlit as st
 
 from dashboards.texts import Texts
+
+STATIC_ROWS = 20
+"""Up to this many rows a table is drawn whole, as a static table: a screen shows it at once, its cells wrap, and the
+browser builds it in a fraction of a grid's time (a Streamlit page with one 30-row grid opened 0.7 s later than the
+same page without it, with a static table 0.2 s later: docs/performance.md, "Where a page's browser time goes").
+A longer table is a grid, which scrolls and sorts."""
 
 # (text, background): red for a miss or a firing alert, amber for at risk, green for met, grey for not judged.
 MISSED = "color: #8b1a1a; background-color: #fde3e1; font-weight: 600"
@@ -45,12 +53,28 @@ def _styled(frame: pl.DataFrame, tx: Texts) -> Any:
     return frame.to_pandas().style.map(lambda word: styles.get(str(word), ""), subset=[status])
 
 
+def _static(frame: pl.DataFrame, tx: Texts) -> Any:
+    """A pandas Styler for a static table: the status coloured, numbers written in the page's language (a grid
+    formats its own; a static table would show a float's every digit)."""
+    decimals = {c: 0 if dtype.is_integer() else 3 for c, dtype in frame.schema.items() if dtype.is_numeric()}
+    styled = _styled(frame, tx)
+    styler = styled if not isinstance(styled, pl.DataFrame) else styled.to_pandas().style
+    if not decimals:
+        return styler
+    return styler.format({c: (lambda v, d=d: "—" if v is None or math.isnan(v) else tx.fmt.trimmed(float(v), d))
+                          for c, d in decimals.items()})
+
+
 def show_table(frame: pl.DataFrame, tx: Texts) -> None:
-    """A scrollable, sortable grid; the status column (when there is one) coloured by its words."""
+    """The status column (when there is one) coloured by its words: a static table up to STATIC_ROWS rows, a
+    scrollable, sortable grid beyond."""
+    if frame.height <= STATIC_ROWS:
+        show_wrapped(frame, tx)
+        return
     st.dataframe(_styled(frame, tx), hide_index=True, width="stretch")
 
 
 def show_wrapped(frame: pl.DataFrame, tx: Texts) -> None:
     """A static table whose cells wrap: for a few rows with long text (a plan's reasons, the evidence of
     what needs attention), which a grid cuts off at the column's width."""
-    st.table(_styled(frame, tx), hide_index=True)
+    st.table(_static(frame, tx), hide_index=True)

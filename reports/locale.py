@@ -78,7 +78,7 @@ class Formatter:
         group, point = self.messages["number.group"], self.messages["number.decimal"]
         return text.replace(",", "\0").replace(".", point).replace("\0", group)
 
-    def _trimmed(self, value: float, decimals: int) -> str:
+    def trimmed(self, value: float, decimals: int) -> str:
         """A number with up to `decimals` decimals, trailing zeros dropped."""
         text = self.number(value, decimals)
         point = self.messages["number.decimal"]
@@ -101,7 +101,7 @@ class Formatter:
         in_full = round(magnitude) if magnitude >= 100 else magnitude  # 999.6 is written 1k, not 1,000
         fitting = [i for i, (size, _) in enumerate(units) if in_full >= size]
         if not fitting:
-            return self._trimmed(value, 0 if magnitude >= 100 else 1)
+            return self.trimmed(value, 0 if magnitude >= 100 else 1)
         index = fitting[-1]
         for step in (index, index + 1):  # 999,950 rounds to 1,000k: write it as 1M instead
             size, suffix = units[min(step, len(units) - 1)]
@@ -110,7 +110,7 @@ class Formatter:
             if step + 1 >= len(units) or rounded * size < units[step + 1][0]:
                 break
         sign = "-" if value < 0 else ""
-        return sign + self._trimmed(rounded, decimals) + suffix
+        return sign + self.trimmed(rounded, decimals) + suffix
 
     def percent(self, ratio: float) -> str:
         """A 0..1 ratio as a percentage; never rounds a partial value to 0% or 100%."""
@@ -130,7 +130,7 @@ class Formatter:
             ms = round(s * 1000)
             return sign + (self.t("duration.ms", n=ms) if ms < 1000 else self.t("duration.s", n=1))
         if round(s, 1) < 60:
-            return sign + self.t("duration.s", n=self._trimmed(s, 1))
+            return sign + self.t("duration.s", n=self.trimmed(s, 1))
         parts: list[tuple[str, int]]
         if round(s) < 3600:
             minutes, secs = divmod(round(s), 60)
@@ -160,7 +160,7 @@ class Formatter:
         elif q.kind == "gpu_hours":
             text = self.t("unit.gpu_hours", n=self.number(v, 0 if abs(v) >= 100 else 1))
         elif q.kind == "gpus":
-            text = self.t("unit.gpus", n=self._trimmed(v, 1))
+            text = self.t("unit.gpus", n=self.trimmed(v, 1))
         elif q.kind == "count":
             text = self.number(v)
         elif q.kind == "money":
@@ -168,7 +168,7 @@ class Formatter:
         elif q.kind == "kwh":
             text = self.t("unit.kwh", n=self.number(v, 0 if abs(v) >= 100 else 1))
         else:
-            text = self._trimmed(v, 2)
+            text = self.trimmed(v, 2)
         return self.t(f"bound.{q.bound}", v=text) if q.bound else text
 
     # -- time ----------------------------------------------------------------------------------

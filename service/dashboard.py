@@ -41,6 +41,15 @@ def start_dashboard(
     return start_streamlit(app, [*source, "--config", config_path, *api, *app_args], port=port)
 
 
+# Each page open runs the app's script in a new session, and Streamlit by default ends every run with a full
+# garbage collection (gc.collect(2), holding the interpreter while the run's last messages wait to be sent) and
+# rewrites every page script's syntax tree for "magic" (a bare expression written on the page). Over the demo
+# month's read model the collection took about 0.2 s of each open (py-spy, docs/performance.md "Where a page's
+# browser time goes"); Python's own generational collection still runs as objects are allocated, and the pages
+# write nothing by magic.
+LEANER_RUNS = ("--runner.postScriptGC", "false", "--runner.magicEnabled", "false")
+
+
 def start_streamlit(
     script: Path, script_args: Sequence[str] = (), *, port: int | None = None
 ) -> tuple[subprocess.Popen[bytes], str]:
@@ -67,6 +76,7 @@ def start_streamlit(
         "none",
         "--client.toolbarMode",
         "minimal",
+        *LEANER_RUNS,
         "--",
         *script_args,
     ]

@@ -22,6 +22,7 @@ from warehouse.series_allocation import allocation_hourly
 from warehouse.series_daily import idle_daily, preemptions_daily
 from warehouse.series_inference import inference_hourly
 
+TABLES = '[data-testid="stDataFrame"], [data-testid="stTable"]'  # a long table is a grid, a short one static
 NO_VALUE = {"", "None", "null", "<NA>", "NaN"}
 READ = "t => [...t.querySelectorAll('tr')].map(r => [...r.querySelectorAll('th,td')].map(c => c.innerText.trim()))"
 Key = tuple[str, ...]
@@ -39,7 +40,7 @@ def chart_grids(page: Any, tx: Texts) -> list[list[list[str]]]:
     for i in range(folded.count()):
         expander = folded.nth(i)
         expander.locator("summary").first.click()
-        frames = expander.locator('[data-testid="stDataFrame"]')
+        frames = expander.locator(TABLES)
         frames.first.wait_for(state="attached", timeout=30_000)  # built by the rerun unfolding asks for...
         rendered(page)  # ...which has sent all of them once it is over
         for j in range(frames.count()):

@@ -17,6 +17,7 @@ from gpusteward.config import load_config
 from reports.locale import Lang
 from reports.model import Quantity
 from tests.browser.browsing import CHARTS_DRAWN
+from tests.browser.chart_figures import TABLES
 from tests.browser.conftest import Dashboard, keep_copy
 from tests.browser.figures import _number, grids
 from warehouse import Warehouse, open_warehouse
@@ -57,7 +58,7 @@ def _drawn(page: Any, label: str, cards: bool) -> None:
     if cards:
         found = page.get_by_test_id("stMetricLabel").filter(has_text=label).first
     else:
-        found = page.locator('[data-testid="stDataFrame"]').filter(has_text=label).first
+        found = page.locator(TABLES).filter(has_text=label).first
     found.wait_for(state="visible", timeout=TIMEOUT_MS)
     _rendered(page)
 

@@ -17,6 +17,7 @@ from service.api_identity import ProxyIdentity
 from service.api_tokens import TokenEntry, Tokens, digest
 from service.dashboard import start_dashboard
 from tests.browser.browsing import READY, TIMEOUT_MS, rendered
+from tests.browser.chart_figures import TABLES
 from tests.browser.conftest import Dashboard, stop_dashboard
 from tests.browser.header_proxy import header_proxy
 from tests.service.api_rig import served_api
@@ -57,7 +58,7 @@ def _refused(page: Any, header: str) -> None:
     assert "Refused" in text
     assert header in text
     assert page.get_by_test_id("stSidebarNavLink").count() == 0  # no pages
-    assert page.get_by_test_id("stDataFrame").count() == 0  # no data
+    assert page.locator(TABLES).count() == 0  # no data
     assert page.get_by_role("button").filter(has_text="Approve").count() == 0
 
 

@@ -11,6 +11,7 @@ from streamlit.testing.v1 import AppTest
 from dashboards.app import SCREENS
 from dashboards.texts import Texts
 from reports.model import Quantity
+from tests.dashboards.shown import tables
 
 HERE = Path(__file__).parent
 TIMEOUT_S = 30
@@ -39,7 +40,7 @@ def test_a_teams_idle_jobs_open_from_the_link(lang: str) -> None:
     at = _open("jobs", lang, month="2026-11", team="research", focus="idle")
     tx = Texts("zh" if lang == "zh" else "en")
     assert at.sidebar.multiselect(key="f_teams").value == ["research"]
-    jobs = next(d.value for d in at.dataframe if tx("col.job") in d.value.columns)
+    jobs = next(t for t in tables(at) if tx("col.job") in t.columns)
     # research's sessions, most idle GPU-hours first (idle + idle-held minutes of IDLE_BY_JOB / 60)
     assert jobs[tx("col.job")].tolist() == ["31001", "31002", "31003"]
     assert jobs[tx("col.idle")].tolist() == [130.0, 110.0, 3.33]
@@ -51,7 +52,7 @@ def test_a_teams_idle_jobs_open_from_the_link(lang: str) -> None:
 def test_the_job_list_sorts_and_sums_as_the_review() -> None:
     at = _open("jobs", month="2026-11", sort="gpu_hours")
     tx = Texts("en")
-    jobs = next(d.value for d in at.dataframe if tx("col.job") in d.value.columns)
+    jobs = next(t for t in tables(at) if tx("col.job") in t.columns)
     hours = dict(zip(jobs[tx("col.job")], jobs[tx("jobs.col.gpu_hours")], strict=True))
     assert hours["20010"] == 8 * 23 * 24  # running since 8 November: to the month's end
     assert hours["20011"] == 2 * 2 + 2 * 6  # two records
@@ -70,9 +71,9 @@ def test_one_jobs_page_shows_its_figures(lang: str) -> None:
     assert shown[tx("jobs.col.outcome")] == tx("job.state.FAILED")
     assert shown[tx("jobs.col.exit")] == tx("job.exit_signal", signal=9)
     assert shown[tx("jobs.col.preemptions")] == "1"
-    records = next(d.value for d in at.dataframe if tx("job.col.nodes") in d.value.columns)
+    records = next(t for t in tables(at) if tx("job.col.nodes") in t.columns)
     assert records[tx("jobs.col.outcome")].tolist() == [tx("job.state.PREEMPTED"), tx("job.state.FAILED")]
-    ledger = next(d.value for d in at.dataframe if tx("job.col.action") in d.value.columns)
+    ledger = next(t for t in tables(at) if tx("job.col.action") in t.columns)
     assert ledger[tx("job.col.role")].tolist() == [tx("job.role.lost")]
     assert ledger[tx("job.col.other")].tolist() == ["31003"]
     assert at.query_params["job"] == "east/20011"

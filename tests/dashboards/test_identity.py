@@ -14,6 +14,7 @@ from dashboards.identity import Refusal, SignIn, Viewer, viewer_from_headers
 from gpusteward.config.service import ProxyIdentityConfig
 from service.api_identity import ProxyIdentity
 from service.api_tokens import TokenEntry, Tokens, digest
+from tests.dashboards.shown import tables
 from tests.dashboards.test_pages import _app
 from tests.service.api_rig import ServedApi, served_api
 
@@ -25,7 +26,7 @@ PROXY = ProxyIdentity.from_config(ProxyIdentityConfig(
 
 def _shows_nothing(at: AppTest) -> None:
     assert not at.exception, [e.value for e in at.exception]
-    assert not at.dataframe
+    assert not tables(at)
     assert not at.button
     assert not at.sidebar.multiselect  # not even the filters, which list the teams
 

@@ -6,6 +6,8 @@ from pathlib import Path
 import pytest
 from streamlit.testing.v1 import AppTest
 
+from tests.dashboards.shown import tables
+
 HERE = Path(__file__).parent
 TIMEOUT_S = 30
 
@@ -64,21 +66,29 @@ def test_moments_are_shown_and_named_in_the_pools_time_zone() -> None:
 
 def test_sla_misses_are_listed_first_and_highlighted() -> None:
     at = _run("overview_script.py", lang="en")
-    sla = at.dataframe[0].value
-    assert list(sla.columns[:3]) == ["Status", "Scenario", "Subject"]
-    statuses = list(sla["Status"])
-    assert statuses[:4] == ["missed"] * 4
-    assert "met" in statuses
+    attention = at.table[0].value  # static: the missed and at-risk results, each read whole
+    assert list(attention.columns[:3]) == ["Status", "Scenario", "Subject"]
+    assert list(attention["Status"])[:4] == ["missed"] * 4
+    assert set(attention["Status"]) <= {"missed", "at risk"}
     assert "west/eval (queue wait p95)" in at.warning[0].body
     assert "chat-70b (latency p99)" in at.warning[0].body
+    folded = next(e for e in at.expander if e.label.startswith("All SLA results"))
+    assert folded.label == "All SLA results (15, of which 10 judged)"
+    assert not tables(folded)  # built only when unfolded
+    unfolded = _run("overview_script.py", lang="en", **{"overview.sla": True})
+    full = tables(next(e for e in unfolded.expander if e.label.startswith("All SLA results")))[0]
+    assert list(full["Status"])[:4] == ["missed"] * 4
+    assert "met" in set(full["Status"])
+    assert len(full) == 15 > len(attention)
 
 
 def test_firing_alerts_and_episodes_are_shown() -> None:
-    at = _run("overview_script.py", lang="zh")
-    tables = [d.value for d in at.dataframe]
-    firing = next(t for t in tables if "摘要" in t.columns)
+    at = _run("overview_script.py", lang="zh", **{"overview.episodes": True})
+    shown = tables(at)
+    firing = next(t for t in shown if "摘要" in t.columns)
     assert list(firing["保护线"]) == ["推理保留容量"]
-    episodes = next(t for t in tables if "应对措施" in t.columns)
+    folded = next(e for e in at.expander if e.label == "全部突破记录（2 条）")
+    episodes = next(t for t in tables(folded) if "应对措施" in t.columns)
     assert len(episodes) == 2
     assert list(episodes["持续"]) == ["1小时15分", "45分钟"]
 

@@ -8,6 +8,7 @@ import pytest
 from streamlit.testing.v1 import AppTest
 
 from dashboards.app import PAGES, SCREENS
+from tests.dashboards.shown import tables
 
 HERE = Path(__file__).parent
 TIMEOUT_S = 30
@@ -50,23 +51,27 @@ def test_every_page_renders_with_its_data_age(lang: str) -> None:
 def test_pages_show_their_tables() -> None:
     at = _app(lang="en")
     at.switch_page(str(SCREENS / "queues.py")).run()
-    share = next(d.value for d in at.dataframe if "Entitled share" in d.value.columns)
+    share = next(t for t in tables(at) if "Entitled share" in t.columns)
     assert "Vision" in set(share["Team"])
-    arrays = next(d.value for d in at.dataframe if "Array" in d.value.columns)
+    folded = next(e for e in at.expander if e.label == "Every job array (1)")
+    assert not tables(folded)  # built only when unfolded
+    at.session_state["queues.arrays"] = True
+    at.run()
+    arrays = next(t for t in tables(at) if "Array" in t.columns)
     assert arrays.to_dict("records") == [{
         "Array": "4101_[…]", "Job name": "sweep-lr", "Queue": "east/train", "Team": "Vision", "Tasks": 200,
         "Completed": 190, "Failed": 6, "Cancelled": 3, "Other / open": 1, "p50 wait": "7m", "Longest wait": "1h 30m",
         "Waited longest": "4101_17",
     }]
     at.switch_page(str(SCREENS / "inference.py")).run()
-    services = at.dataframe[0].value
+    services = tables(at)[0]
     assert "chat-70b" in set(services["Service"])
     at.switch_page(str(SCREENS / "preemption.py")).run()
     assert "Preemptions by day" in _texts(at)  # the records preempted per day (tests/dashboards/test_charts.py)
     at.switch_page(str(SCREENS / "review.py")).run()
     assert "Summary" in _texts(at)
     at.switch_page(str(SCREENS / "alerts.py")).run()
-    alerts = at.dataframe[0].value
+    alerts = tables(at)[0]
     assert list(alerts["Status"]) == ["firing"]
     assert "no control API" in _texts(at)  # actions are off without an API address and token
 
@@ -74,12 +79,12 @@ def test_pages_show_their_tables() -> None:
 def test_filters_narrow_every_page() -> None:
     at = _app(lang="en")
     at.switch_page(str(SCREENS / "idle.py")).run()
-    before = len(at.dataframe[1].value)
+    before = len(tables(at)[1])
     at.sidebar.multiselect(key="f_teams").set_value(["vision"]).run()
     assert not at.exception
-    teams = at.dataframe[0].value
+    teams = tables(at)[0]
     assert set(teams["Team"]) == {"Vision"}
-    assert len(at.dataframe[1].value) <= before
+    assert len(tables(at)[1]) <= before
     at.switch_page(str(SCREENS / "alerts.py")).run()
     assert "Not available" in at.info[0].body  # protection-line alerts are the platform's, not a team's
 
@@ -93,7 +98,7 @@ def test_a_trusted_team_header_scopes_the_view_read_only() -> None:
     assert not at.button  # read-only: no approve/reject
     assert "read-only" in _texts(at)
     at.switch_page(str(SCREENS / "queues.py")).run()
-    share = next(d.value for d in at.dataframe if "Entitled share" in d.value.columns)
+    share = next(t for t in tables(at) if "Entitled share" in t.columns)
     assert set(share["Team"]) == {"NLP"}
 
 
@@ -108,10 +113,10 @@ def test_showback_shows_each_team_and_a_team_sees_only_its_own_rows() -> None:
     at = _app(lang="en")
     at.switch_page(str(SCREENS / "showback.py")).run()
     assert not at.exception
-    teams = at.dataframe[0].value
+    teams = tables(at)[0]
     assert set(teams["Team"]) == {"NLP", "Vision", "Research", "Unallocated capacity"}
     assert round(float(teams["Total"].sum()), 2) == 44165.42  # every row of the fixture, unallocated included
     assert "charged to no team" in _texts(at)
     at.sidebar.multiselect(key="f_teams").set_value(["vision"]).run()
-    assert set(at.dataframe[0].value["Team"]) == {"Vision"}
-    assert set(at.dataframe[1].value["Team"]) == {"Vision"}
+    assert set(tables(at)[0]["Team"]) == {"Vision"}
+    assert set(tables(at)[1]["Team"]) == {"Vision"}

@@ -17,6 +17,7 @@ from dashboards.frames import budget_text, verdict
 from dashboards.tables import STATUS_STYLES
 from dashboards.texts import Texts
 from reports.locale import Lang
+from tests.dashboards.shown import table_elements, tables
 
 HERE = Path(__file__).parent
 LOCALES = Path(__file__).resolve().parents[2] / "dashboards" / "locales"
@@ -72,13 +73,13 @@ def test_folded_results_are_not_built_until_unfolded() -> None:
     at = _queues("en", unfold=False)
     tx = Texts("en")
     folded = next(e for e in at.expander if e.label == tx("queues.all_results", count=7, judged=3))
-    assert len(folded.dataframe) == 0
+    assert len(tables(folded)) == 0
     chart_numbers = next(e for e in at.expander if e.label == tx("chart.data"))
-    assert len(chart_numbers.dataframe) == 0
+    assert len(tables(chart_numbers)) == 0
     at.session_state["queues.all_results"] = True
     at.run()
     unfolded = next(e for e in at.expander if e.label == tx("queues.all_results", count=7, judged=3))
-    assert len(unfolded.dataframe[0].value) == 7
+    assert len(tables(unfolded)[0]) == 7
 
 
 @pytest.mark.parametrize("lang", ["en", "zh"])
@@ -92,7 +93,7 @@ def test_the_queues_page_leads_with_what_needs_attention(lang: Lang) -> None:
     assert at.expander[0].label == tx("chart.data")  # the wait chart's numbers, folded under it
     expander = at.expander[1]
     assert expander.label == tx("queues.all_results", count=7, judged=3)
-    full = expander.dataframe[0].value
+    full = tables(expander)[0]
     assert len(full) == 7 > len(first)
     assert tx("budget.not_applicable") in set(full[tx("col.budget_left")])  # rows without an objective
 
@@ -101,7 +102,7 @@ def test_the_queues_page_leads_with_what_needs_attention(lang: Lang) -> None:
 def test_status_cells_are_coloured_by_their_words(lang: Lang) -> None:
     at = _queues(lang)
     tx = Texts(lang)
-    grid = next(e for e in at.expander if e.label != tx("chart.data")).dataframe[0]  # the full table, folded
+    grid = table_elements(next(e for e in at.expander if e.label != tx("chart.data")))[0]  # the full table, folded
     css = {tx(key): style for key, style in STATUS_STYLES.items()}
     rules = {}  # cell -> its CSS, from rules like "#T_x_row0_col0, #T_x_row3_col0 { color: ... }"
     for selectors, style in re.findall(r"([^{}]+)\{ ([^}]*) \}", grid.proto.arrow_data.styler.styles):
@@ -116,7 +117,7 @@ def test_plan_reasons_are_wrapped_not_cut() -> None:
     at = AppTest.from_file(str(HERE / "app_script.py"), default_timeout=30).run()
     at.switch_page(str(SCREENS / "plans.py")).run()
     assert not at.exception, [e.value for e in at.exception]
-    items = at.table[0].value  # st.table wraps its cells; a grid cuts a sentence at the column's width
+    items = next(t for t in tables(at) if "Reason" in t.columns)  # static, so its cells wrap
     reasons = list(items["Reason"])
     assert reasons, items
     assert all(len(r) > 20 for r in reasons), reasons
