@@ -21,7 +21,7 @@ from dashboards.texts import Texts
 STATIC_ROWS = 20
 """Up to this many rows a table is drawn whole, as a static table: a screen shows it at once, its cells wrap, and the
 browser builds it in a fraction of a grid's time (a Streamlit page with one 30-row grid opened 0.7 s later than the
-same page without it, with a static table 0.2 s later: docs/performance.md, "Where a page's browser time goes").
+same page without it, with `st.table` 0.2 s later: docs/performance.md, "Where a page's browser time goes").
 A longer table is a grid, which scrolls and sorts."""
 
 # (text, background): red for a miss or a firing alert, amber for at risk, green for met, grey for not judged.
@@ -53,16 +53,32 @@ def _styled(frame: pl.DataFrame, tx: Texts) -> Any:
     return frame.to_pandas().style.map(lambda word: styles.get(str(word), ""), subset=[status])
 
 
+# The static table's look, close to Streamlit's own tables: thin rules, the header in the caption's grey, numbers
+# to the right; a status cell's colours come from STATUS_STYLES through the Styler's per-cell rules.
+TABLE_CSS = (
+    "<style>"
+    ".gs-table{overflow-x:auto}"
+    ".gs-table table{border-collapse:collapse;width:100%;font-size:0.875rem;line-height:1.5}"
+    ".gs-table th,.gs-table td{border:1px solid rgba(49,51,63,0.1);padding:0.25rem 0.5rem;text-align:left;"
+    "vertical-align:top}"
+    ".gs-table th{font-weight:400;color:rgba(49,51,63,0.6)}"
+    ".gs-table td.gs-number{text-align:right;white-space:nowrap}"
+    "</style>"
+)
+
+
 def _static(frame: pl.DataFrame, tx: Texts) -> Any:
-    """A pandas Styler for a static table: the status coloured, numbers written in the page's language (a grid
-    formats its own; a static table would show a float's every digit)."""
+    """A pandas Styler for a static table: the status coloured, every text escaped, numbers written in the page's
+    language and set to the right (a grid formats its own; a static table would show a float's every digit)."""
     decimals = {c: 0 if dtype.is_integer() else 3 for c, dtype in frame.schema.items() if dtype.is_numeric()}
     styled = _styled(frame, tx)
-    styler = styled if not isinstance(styled, pl.DataFrame) else styled.to_pandas().style
-    if not decimals:
-        return styler
-    return styler.format({c: (lambda v, d=d: "—" if v is None or math.isnan(v) else tx.fmt.trimmed(float(v), d))
-                          for c, d in decimals.items()})
+    styler = (styled if not isinstance(styled, pl.DataFrame) else styled.to_pandas().style).hide(axis="index")
+    numbers = {c: (lambda v, d=d: "—" if v is None or math.isnan(v) else tx.fmt.trimmed(float(v), d))
+               for c, d in decimals.items()}
+    # One format call: a later one would reset the escaping of the columns it does not name.
+    styler = styler.format(numbers or None, escape="html").format_index(escape="html", axis=1)
+    classes = {c: ["gs-number" if c in decimals else ""] * frame.height for c in frame.columns}
+    return styler.set_td_classes(pl.DataFrame(classes, schema=dict.fromkeys(frame.columns, pl.String)).to_pandas())
 
 
 def show_table(frame: pl.DataFrame, tx: Texts) -> None:
@@ -76,5 +92,10 @@ def show_table(frame: pl.DataFrame, tx: Texts) -> None:
 
 def show_wrapped(frame: pl.DataFrame, tx: Texts) -> None:
     """A static table whose cells wrap: for a few rows with long text (a plan's reasons, the evidence of
-    what needs attention), which a grid cuts off at the column's width."""
-    st.table(_static(frame, tx), hide_index=True)
+    what needs attention), which a grid cuts off at the column's width.
+
+    Drawn as one HTML element (`st.html`, which sanitises what it inserts; the Styler escapes every cell and
+    header as well): `st.table` renders each cell through Streamlit's Markdown renderer, which took about 0.5 s of
+    the browser's work on the demo month's overview (some 250 cells) and on the queue and idle pages
+    (docs/performance.md, "Where a page's browser time goes")."""
+    st.html(f'{TABLE_CSS}<div class="gs-table" data-testid="gsTable">{_static(frame, tx).to_html()}</div>')

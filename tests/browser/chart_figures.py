@@ -22,7 +22,7 @@ from warehouse.series_allocation import allocation_hourly
 from warehouse.series_daily import idle_daily, preemptions_daily
 from warehouse.series_inference import inference_hourly
 
-TABLES = '[data-testid="stDataFrame"], [data-testid="stTable"]'  # a long table is a grid, a short one static
+TABLES = '[data-testid="stDataFrame"], [data-testid="gsTable"]'  # a long table is a grid, a short one static HTML
 NO_VALUE = {"", "None", "null", "<NA>", "NaN"}
 READ = "t => [...t.querySelectorAll('tr')].map(r => [...r.querySelectorAll('th,td')].map(c => c.innerText.trim()))"
 Key = tuple[str, ...]

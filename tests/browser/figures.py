@@ -31,7 +31,7 @@ from reports.model import Quantity
 from sla.outputs import MonthOutputs
 from tests.browser.chart_figures import with_chart
 
-GRIDS = '[data-testid="stDataFrame"]:has(table), [data-testid="stTable"]:has(table)'  # either, once built
+GRIDS = '[data-testid="stDataFrame"]:has(table), [data-testid="gsTable"]:has(table)'  # either, once built
 METRICS = '[data-testid="stMetricValue"]'
 VERDICTS = {"missed": False, "at_risk": True, "met": True, "none": None}  # dashboards.frames.verdict
 

@@ -224,7 +224,7 @@ def test_each_page_draws_its_chart_before_its_tables(page: str, header: str, tab
     assert "vconcat" in spec or "encoding" in spec
     drawn = _in_order(at.main)
     if tables_after:
-        first_table = min(drawn.index(t) for t in ("dataframe", "table") if t in drawn)
+        first_table = min(drawn.index(t) for t in ("dataframe", "html") if t in drawn)
         assert drawn.index("vega_lite_chart") < first_table, (page, drawn)
     # a few values an hour (or a day) reach the browser, never a minute or a job row: the overview's
     # cluster chart holds three lines and the utilisation per hour, the inference chart two services

@@ -11,7 +11,7 @@ from streamlit.testing.v1 import AppTest
 from dashboards.app import SCREENS
 from dashboards.texts import Texts
 from reports.model import Quantity
-from tests.dashboards.shown import tables
+from tests.dashboards.shown import number, tables
 
 HERE = Path(__file__).parent
 TIMEOUT_S = 30
@@ -43,7 +43,7 @@ def test_a_teams_idle_jobs_open_from_the_link(lang: str) -> None:
     jobs = next(t for t in tables(at) if tx("col.job") in t.columns)
     # research's sessions, most idle GPU-hours first (idle + idle-held minutes of IDLE_BY_JOB / 60)
     assert jobs[tx("col.job")].tolist() == ["31001", "31002", "31003"]
-    assert jobs[tx("col.idle")].tolist() == [130.0, 110.0, 3.33]
+    assert [number(v) for v in jobs[tx("col.idle")]] == [130.0, 110.0, 3.33]
     assert at.query_params["focus"] == "idle"
     assert at.query_params["team"] == "research"
     assert at.query_params["sort"] == "idle"
@@ -53,7 +53,7 @@ def test_the_job_list_sorts_and_sums_as_the_review() -> None:
     at = _open("jobs", month="2026-11", sort="gpu_hours")
     tx = Texts("en")
     jobs = next(t for t in tables(at) if tx("col.job") in t.columns)
-    hours = dict(zip(jobs[tx("col.job")], jobs[tx("jobs.col.gpu_hours")], strict=True))
+    hours = dict(zip(jobs[tx("col.job")], map(number, jobs[tx("jobs.col.gpu_hours")]), strict=True))
     assert hours["20010"] == 8 * 23 * 24  # running since 8 November: to the month's end
     assert hours["20011"] == 2 * 2 + 2 * 6  # two records
     assert hours["31001"] == 4 * 40

@@ -66,7 +66,7 @@ def test_moments_are_shown_and_named_in_the_pools_time_zone() -> None:
 
 def test_sla_misses_are_listed_first_and_highlighted() -> None:
     at = _run("overview_script.py", lang="en")
-    attention = at.table[0].value  # static: the missed and at-risk results, each read whole
+    attention = tables(at)[0]  # static: the missed and at-risk results, each read whole
     assert list(attention.columns[:3]) == ["Status", "Scenario", "Subject"]
     assert list(attention["Status"])[:4] == ["missed"] * 4
     assert set(attention["Status"]) <= {"missed", "at risk"}

@@ -14,10 +14,10 @@ from streamlit.testing.v1 import AppTest
 
 from dashboards.app import SCREENS
 from dashboards.frames import budget_text, verdict
-from dashboards.tables import STATUS_STYLES
+from dashboards.tables import STATIC_ROWS, STATUS_STYLES
 from dashboards.texts import Texts
 from reports.locale import Lang
-from tests.dashboards.shown import table_elements, tables
+from tests.dashboards.shown import static_frame, table_elements, tables
 
 HERE = Path(__file__).parent
 LOCALES = Path(__file__).resolve().parents[2] / "dashboards" / "locales"
@@ -86,7 +86,7 @@ def test_folded_results_are_not_built_until_unfolded() -> None:
 def test_the_queues_page_leads_with_what_needs_attention(lang: Lang) -> None:
     at = _queues(lang)
     tx = Texts(lang)
-    first = at.table[0].value  # static: each row's evidence wraps instead of being cut off
+    first = tables(at)[0]  # static: each row's evidence wraps instead of being cut off
     statuses = set(first[tx("col.status")])
     assert statuses, first
     assert statuses <= {tx("sla.status.missed"), tx("sla.status.at_risk")}, statuses
@@ -102,15 +102,41 @@ def test_the_queues_page_leads_with_what_needs_attention(lang: Lang) -> None:
 def test_status_cells_are_coloured_by_their_words(lang: Lang) -> None:
     at = _queues(lang)
     tx = Texts(lang)
-    grid = table_elements(next(e for e in at.expander if e.label != tx("chart.data")))[0]  # the full table, folded
-    css = {tx(key): style for key, style in STATUS_STYLES.items()}
-    rules = {}  # cell -> its CSS, from rules like "#T_x_row0_col0, #T_x_row3_col0 { color: ... }"
-    for selectors, style in re.findall(r"([^{}]+)\{ ([^}]*) \}", grid.proto.arrow_data.styler.styles):
-        for cell in re.findall(r"_row(\d+)_col0", selectors):
-            rules[int(cell)] = style.strip()
-    words = list(grid.value[tx("col.status")])
+    table = table_elements(next(e for e in at.expander if e.label != tx("chart.data")))[0]  # the full table, folded
+    assert table.type == "html"  # seven rows: static
+    css = {tx(key): _declarations(style) for key, style in STATUS_STYLES.items()}
+    rules = {}  # cell -> its CSS, from the Styler's rules like "#T_x_row0_col0, #T_x_row3_col0 { color: ... }"
+    for selectors, style in re.findall(r"([^{}]+)\{([^}]*)\}", table.value):
+        for cell in re.findall(r"_row(\d+)_col0\b", selectors):
+            rules[int(cell)] = _declarations(style)
+    words = list(static_frame(table.value)[tx("col.status")])
     assert len(set(words)) >= 3, words
     assert {i: css[word] for i, word in enumerate(words)} == rules
+
+
+def _declarations(style: str) -> set[str]:
+    return {d.replace(" ", "") for d in style.replace("\n", "").split(";") if d.strip()}
+
+
+def test_a_short_table_is_static_and_escaped_and_a_long_one_a_grid() -> None:
+    def page() -> None:
+        import polars as pl
+
+        from dashboards.tables import STATIC_ROWS, show_table
+        from dashboards.texts import Texts
+
+        for rows in (STATIC_ROWS, STATIC_ROWS + 1):
+            show_table(pl.DataFrame({"Team": ["<b>NLP</b>"] * rows, "GPU-hours": [1234.5] * rows}), Texts("en"))
+
+    at = AppTest.from_function(page).run()
+    static, grid = table_elements(at)
+    assert (static.type, grid.type) == ("html", "dataframe")
+    shown = static_frame(static.value)
+    assert len(shown) == STATIC_ROWS
+    assert len(grid.value) == STATIC_ROWS + 1
+    assert set(shown["Team"]) == {"<b>NLP</b>"}  # the text itself, not markup: the cell was escaped
+    assert "&lt;b&gt;NLP&lt;/b&gt;" in static.value
+    assert set(shown["GPU-hours"]) == {"1,234.5"}  # written in the page's language, not as a float's digits
 
 
 def test_plan_reasons_are_wrapped_not_cut() -> None:
