@@ -125,10 +125,24 @@ def _queue_objectives(view: View) -> None:
 
 
 def inference(view: View) -> None:
+    """The services' latency chart; their missed and at-risk results whole, every result folded below."""
     header(view, "inference.title")
+    tx = view.tx
     inference_section(view)
-    st.caption(view.tx("inference.headroom_help"))
-    _table(pf.services_table(view), view, "sla_results")
+    st.caption(tx("inference.headroom_help"))
+    table = pf.services_table(view)
+    if table is None:
+        _table(None, view, "sla_results")
+        return
+    words = pl.col(tx("col.status"))
+    attention = table.filter(words.is_in([tx("sla.status.missed"), tx("sla.status.at_risk")]))
+    if attention.is_empty():
+        st.success(tx("inference.attention_none"))
+    else:
+        show_wrapped(attention.sort(words != tx("sla.status.missed"), maintain_order=True), tx)
+    with fold(tx("inference.all_results", count=table.height), "inference.all_results") as unfolded:
+        if unfolded:
+            show_table(table, tx)
 
 
 def idle(view: View) -> None:

@@ -165,3 +165,25 @@ def test_the_queues_page_opens_with_wait_p95_by_day_against_each_objective(lang:
     marks = [layer["mark"]["type"] for layer in spec["layer"]]
     assert marks == ["line", "rule"]  # the daily p95, and the objective as a dashed rule
     assert spec["layer"][0]["encoding"]["y"]["title"] == tx("chart.wait_p95_h")
+
+
+@pytest.mark.parametrize("lang", ["en", "zh"])
+def test_the_inference_page_leads_with_the_services_that_need_attention(lang: Lang) -> None:
+    at = AppTest.from_file(str(HERE / "app_script.py"), default_timeout=30)
+    at.session_state["lang"] = lang
+    at.run()
+    at.switch_page(str(SCREENS / "inference.py")).run()
+    assert not at.exception, [e.value for e in at.exception]
+    tx = Texts(lang)
+    first = tables(at)[0]
+    statuses = list(first[tx("col.status")])
+    assert statuses, first
+    assert set(statuses) <= {tx("sla.status.missed"), tx("sla.status.at_risk")}, statuses
+    assert statuses == sorted(statuses, key=lambda s: s != tx("sla.status.missed"))  # misses first
+    folded = next(e for e in at.expander if e.label.startswith(tx("inference.all_results", count=0)[:6]))
+    assert not tables(folded)  # built only when unfolded
+    at.session_state["inference.all_results"] = True
+    at.run()
+    full = tables(next(e for e in at.expander if e.label == folded.label))[0]
+    assert len(full) > len(first)
+    assert folded.label == tx("inference.all_results", count=len(full))
