@@ -102,6 +102,10 @@ def idle_by_team(data: OverviewData, tx: Texts) -> tuple[pl.DataFrame, float] | 
 # "At risk" is a met objective a platform team should look at before it is missed: less than a quarter
 # of its error budget left (the point where SRE practice moves from watching a budget to acting on it),
 # or, for an objective without a budget (a wait's p95 against a threshold), within a tenth of the threshold.
+# A share that must stay at or above a level below 100% (telemetry completeness >= 99.5%, a success rate
+# >= 50%) has a budget of its own, the room between the level and 100%: at risk when less than a quarter of
+# that room is left. A tenth of the level would call every host with complete telemetry at risk (100% is
+# within 10% of 99.5%).
 AT_RISK_BUDGET = 0.25
 AT_RISK_MARGIN = 0.10
 
@@ -119,6 +123,9 @@ def verdict(row: dict[str, Any]) -> str:
         bound = indicator_bound(str(row.get("indicator")))
         if bound == "at_most" and value >= objective * (1 - AT_RISK_MARGIN):
             return "at_risk"
+        if bound == "at_least" and indicator_kind(str(row.get("indicator"))) == "percent" and objective < 1:
+            room_left = 1 - (1 - value) / (1 - objective)
+            return "at_risk" if room_left < AT_RISK_BUDGET else "met"
         if bound == "at_least" and value <= objective * (1 + AT_RISK_MARGIN):
             return "at_risk"
     return "met"

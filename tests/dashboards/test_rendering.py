@@ -54,6 +54,12 @@ def test_verdicts_and_budgets() -> None:
                    ) == "at_risk"  # under a quarter of the budget left
     assert verdict(with_budget) == "met"
     assert verdict(_row(value=7200.0, objective=3600.0, met=False, budget_left=-1.0)) == "missed"
+    # A share at or above a level: the room between the level and 100% is its budget.
+    complete, nearly = (_row(indicator="telemetry_completeness", value=v, objective=0.995, met=True)
+                        for v in (1.0, 0.996))
+    assert (verdict(complete), verdict(nearly)) == ("met", "at_risk")  # all room left; a fifth of it
+    assert verdict(_row(indicator="success_rate", value=0.9, objective=0.5, met=True)) == "met"
+    assert verdict(_row(indicator="success_rate", value=0.533, objective=0.5, met=True)) == "at_risk"
 
 
 def _queues(lang: str, *, unfold: bool = True) -> AppTest:
