@@ -21,8 +21,8 @@ from dashboards.texts import Texts
 STATIC_ROWS = 20
 """Up to this many rows a table is drawn whole, as a static table: a screen shows it at once, its cells wrap, and the
 browser builds it in a fraction of a grid's time (a Streamlit page with one 30-row grid opened 0.7 s later than the
-same page without it, with `st.table` 0.2 s later: docs/performance.md, "Where a page's browser time goes").
-A longer table is a grid, which scrolls and sorts."""
+same page without it, with a 30-row `st.table` 0.2 s later, and the static table here costs less than that: see
+`show_wrapped`; docs/performance.md, "2026-12-03, evening"). A longer table is a grid, which scrolls and sorts."""
 
 # (text, background): red for a miss or a firing alert, amber for at risk, green for met, grey for not judged.
 MISSED = "color: #8b1a1a; background-color: #fde3e1; font-weight: 600"
@@ -97,5 +97,5 @@ def show_wrapped(frame: pl.DataFrame, tx: Texts) -> None:
     Drawn as one HTML element (`st.html`, which sanitises what it inserts; the Styler escapes every cell and
     header as well): `st.table` renders each cell through Streamlit's Markdown renderer, which took about 0.5 s of
     the browser's work on the demo month's overview (some 250 cells) and on the queue and idle pages
-    (docs/performance.md, "Where a page's browser time goes")."""
+    (docs/performance.md, "2026-12-03, evening")."""
     st.html(f'{TABLE_CSS}<div class="gs-table" data-testid="gsTable">{_static(frame, tx).to_html()}</div>')

@@ -44,9 +44,9 @@ def start_dashboard(
 # Each page open runs the app's script in a new session, and Streamlit by default ends every run with a full
 # garbage collection (gc.collect(2), holding the interpreter while the run's last messages wait to be sent) and
 # rewrites every page script's syntax tree for "magic" (a bare expression written on the page). Over the demo
-# month's read model the collection took about 0.2 s of each open (py-spy, docs/performance.md "Where a page's
-# browser time goes"); Python's own generational collection still runs as objects are allocated, and the pages
-# write nothing by magic.
+# month's read model, without both the server's CPU per open fell by 0.1-0.15 s on every page (py-spy had put
+# the collection at about 0.2 s; docs/performance.md "2026-12-03, evening"); Python's own generational collection
+# still runs as objects are allocated, and the pages write nothing by magic.
 LEANER_RUNS = ("--runner.postScriptGC", "false", "--runner.magicEnabled", "false")
 
 
