@@ -1,9 +1,9 @@
 """The inference page's capacity table: per service, replicas, GPUs serving and capacity headroom.
 
-Pure: the View's month results in, a display frame out (None when no service has capacity rows).
-Headers are indicator names from the review's catalogue, so both languages come for free. The
-headroom model is sla.capacity's; a service below its objective (else sla.capacity.NEAR_CAPACITY)
-is marked near capacity and listed first.
+Pure: the View's month results in, a display frame out (None when no service has capacity rows), which
+pages.inference draws as a static table (its evidence wrapped, never cut off). The headroom model is
+sla.capacity's; a service below its objective (else sla.capacity.NEAR_CAPACITY) is marked near capacity
+and listed first.
 """
 
 from __future__ import annotations
@@ -38,11 +38,11 @@ def capacity_table(view: View) -> pl.DataFrame | None:
     return pl.DataFrame({
         tx("col.status"): [tx("sla.status.missed") if s in near else tx("sla.status.met") for s in services],
         tx("col.service"): services,
-        tx.fmt.term("indicator", "replicas"): [tx.fmt.quantity(Quantity(value(s, "replicas"), "number"))
+        tx("col.replicas"): [tx.fmt.quantity(Quantity(value(s, "replicas"), "number"))
                                                for s in services],
-        tx.fmt.term("indicator", "gpus_serving"): [tx.fmt.quantity(Quantity(value(s, "gpus_serving"), "gpus"))
+        tx("col.gpus_serving"): [tx.fmt.quantity(Quantity(value(s, "gpus_serving"), "gpus"))
                                                    for s in services],
-        tx.fmt.term("indicator", "capacity_headroom"): [
+        tx("col.capacity_headroom"): [
             tx.fmt.quantity(Quantity(value(s, "capacity_headroom"), "percent")) for s in services
         ],
         tx("col.objective"): [tx.fmt.quantity(Quantity(limit(s), "percent", "at_least")) for s in services],

@@ -13,6 +13,7 @@ from dashboards import alert_links
 from dashboards import page_frames as pf
 from dashboards.folds import fold
 from dashboards.frames import AT_RISK_BUDGET, AT_RISK_MARGIN
+from dashboards.inference_capacity import capacity_table
 from dashboards.overview import render_overview
 from dashboards.page_charts import (
     allocation_section,
@@ -125,7 +126,8 @@ def _queue_objectives(view: View) -> None:
 
 
 def inference(view: View) -> None:
-    """The services' latency chart; their missed and at-risk results whole, every result folded below."""
+    """The services' latency chart; their missed and at-risk results whole, every result folded below; then
+    each service's replicas, GPUs serving and capacity headroom (dashboards/inference_capacity.py)."""
     header(view, "inference.title")
     tx = view.tx
     inference_section(view)
@@ -143,6 +145,11 @@ def inference(view: View) -> None:
     with fold(tx("inference.all_results", count=table.height), "inference.all_results") as unfolded:
         if unfolded:
             show_table(table, tx)
+    capacity = capacity_table(view)
+    if capacity is not None:
+        st.subheader(tx("inference.capacity"))
+        st.caption(tx("inference.capacity_help"))
+        show_table(capacity, tx)
 
 
 def idle(view: View) -> None:

@@ -7,6 +7,7 @@ from __future__ import annotations
 import polars as pl
 import streamlit as st
 
+from dashboards.folds import fold
 from dashboards.tables import show_table
 from dashboards.texts import Texts
 from dashboards.view import View
@@ -80,5 +81,7 @@ def showback(view: View) -> None:
     st.subheader(tx("showback.rows"))
     st.caption(tx("showback.export"))
     detail = rows(view)
-    if detail is not None:
-        show_table(detail, tx)
+    if detail is not None:  # the export's rows, read when looked for: folded, built only when unfolded
+        with fold(tx("showback.rows_folded", count=detail.height), "showback.rows") as unfolded:
+            if unfolded:
+                show_table(detail, tx)

@@ -63,6 +63,7 @@ TABLE_CSS = (
     "vertical-align:top}"
     ".gs-table th{font-weight:400;color:rgba(49,51,63,0.6)}"
     ".gs-table td.gs-number{text-align:right;white-space:nowrap}"
+    ".gs-table td.gs-short{white-space:nowrap}"
     "</style>"
 )
 
@@ -77,8 +78,21 @@ def _static(frame: pl.DataFrame, tx: Texts) -> Any:
                for c, d in decimals.items()}
     # One format call: a later one would reset the escaping of the columns it does not name.
     styler = styler.format(numbers or None, escape="html").format_index(escape="html", axis=1)
-    classes = {c: ["gs-number" if c in decimals else ""] * frame.height for c in frame.columns}
+    classes = {c: [_cell_class(frame, c, decimals)] * frame.height for c in frame.columns}
     return styler.set_td_classes(pl.DataFrame(classes, schema=dict.fromkeys(frame.columns, pl.String)).to_pandas())
+
+
+SHORT_TEXT = 16
+"""A text column whose every cell is at most this many characters (a status word, a name, "8.9 GPUs") is kept
+on one line, so the long text beside it (evidence, a reason) takes the width and wraps instead of it: otherwise
+the browser shares the width out and a status such as "未达标" breaks one character per line."""
+
+
+def _cell_class(frame: pl.DataFrame, column: str, decimals: dict[str, int]) -> str:
+    if column in decimals:
+        return "gs-number"
+    longest = frame[column].cast(pl.String).str.len_chars().max() if frame.height else 0
+    return "gs-short" if isinstance(longest, int) and longest <= SHORT_TEXT else ""
 
 
 def show_table(frame: pl.DataFrame, tx: Texts) -> None:

@@ -40,8 +40,8 @@ def test_services_near_capacity_come_first_with_replicas_and_gpus() -> None:
     first = table.row(0, named=True)
     assert first["Service"] == "chat-70b"
     assert first["Status"] == "missed"
-    assert first["capacity headroom"] == "5.0%"
-    assert first["replicas"] == "4"
+    assert first["Capacity headroom"] == "5.0%"
+    assert first["Replicas"] == "4"
     assert "8" in first["GPUs serving"]
     assert first["Evidence"] == "saturated in 40 slots"
     second = table.row(1, named=True)
@@ -52,7 +52,7 @@ def test_services_near_capacity_come_first_with_replicas_and_gpus() -> None:
 def test_headers_come_from_the_catalogue(lang: Lang) -> None:
     table = capacity_table(_view(lang, _ROWS))
     assert table is not None
-    expected = {"en": "capacity headroom", "zh": "容量余量"}[lang]
+    expected = {"en": "Capacity headroom", "zh": "容量余量"}[lang]
     assert expected in table.columns
 
 

@@ -118,6 +118,13 @@ def test_showback_shows_each_team_and_a_team_sees_only_its_own_rows() -> None:
     assert set(teams["Team"]) == {"NLP", "Vision", "Research", "Unallocated capacity"}
     assert round(sum(map(number, teams["Total"])), 2) == 44165.42  # every row of the fixture, unallocated included
     assert "charged to no team" in _texts(at)
+    folded = next(e for e in at.expander if e.label == "Every row (6)")
+    assert not tables(folded)  # built only when unfolded
+    at.session_state["showback.rows"] = True
+    at.run()
+    assert {"NLP", "Vision", "Research"} <= set(tables(at)[1]["Team"])
     at.sidebar.multiselect(key="f_teams").set_value(["vision"]).run()
+    at.session_state["showback.rows"] = True  # its label (the count) changed with the filter: a new fold, closed
+    at.run()
     assert set(tables(at)[0]["Team"]) == {"Vision"}
     assert set(tables(at)[1]["Team"]) == {"Vision"}
