@@ -190,10 +190,13 @@ def run_app(
     })
     st.session_state[VIEW_KEY] = View(model, month, filter_outputs(outputs, filters), filters, lang, config,
                                       naive_now(now), viewer.team, api_url, api_token, viewer.forwarded(sign_in))
-    nav = st.navigation([
-        st.Page(str(SCREENS / f"{name}.py"), title=tx(f"nav.{name}"), url_path=name, default=name == "overview")
-        for name in (*PAGES, *DRILL_PAGES)
-    ])
+    # Every link shown (`expanded=True`): a collapsed menu ends in Streamlit's own "View 3 more", which no
+    # catalogue translates. The two sections' headers come from the catalogues.
+    nav = st.navigation({
+        tx(section): [st.Page(str(SCREENS / f"{name}.py"), title=tx(f"nav.{name}"), url_path=name,
+                              default=name == "overview") for name in names]
+        for section, names in (("nav.section.month", PAGES), ("nav.section.drill", DRILL_PAGES))
+    }, expanded=True)
     nav.run()
 
 

@@ -164,7 +164,10 @@ def preemption_chart(counts: pl.DataFrame, ratios: pl.DataFrame, tx: Texts) -> a
                  alt.Tooltip("ended:Q", title=tx("chart.ended"))],
     )
     limits = ratios.select("cluster", "max_ratio").unique().sort("cluster")
-    return alt.vconcat(bars, with_rule(ratio, limits, "max_ratio:Q", cluster, [
+    stacked = alt.vconcat(bars, with_rule(ratio, limits, "max_ratio:Q", cluster, [
         alt.Tooltip("cluster:N", title=tx("col.cluster")),
         alt.Tooltip("max_ratio:Q", title=tx("chart.objective"), format=".0%")], height=180,
         title=tx("chart.preemption_ratio")))
+    # Scenarios above, clusters below: a legend each, not one mixing both under "Scenario, Cluster".
+    stacked.resolve = alt.Resolve(scale=alt.ScaleResolveMap(color="independent"))
+    return stacked

@@ -6,6 +6,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
+import altair as alt
 import polars as pl
 import streamlit as st
 
@@ -43,12 +44,24 @@ def chart_section(tx: Texts, keys: tuple[str, str, str], charts: Sequence[Any] |
 def show_chart(chart: Any, tx: Texts, key: str) -> None:
     """The chart, and folded under it the numbers it draws (dashboards/chart_data.py), to read or copy;
     built only when unfolded (`key`: dashboards/folds.py)."""
-    st.altair_chart(chart, width="stretch")
+    st.altair_chart(fitted(chart), width="stretch")
     tables = chart_tables(chart)
     if tables:
         with fold(tx("chart.data"), key) as unfolded:
             for table in tables if unfolded else ():
                 show_table(table, tx)
+
+
+def fitted(chart: Any) -> Any:
+    """`chart`, a stacked one (`alt.vconcat`) made to fit the page's width with its axes and legend.
+
+    Streamlit gives a stack of layered panels Vega's `pad` sizing, under which each panel's plot takes the
+    page's width and the axis titles and the legend come on top of it: the inference page's chart was 1,138
+    px wide in a 940 px column, its legend (which line is which service) cut off. `fit-x` fits the whole stack,
+    decorations included, to the width."""
+    if isinstance(chart, alt.VConcatChart):
+        return chart.properties(autosize=alt.AutoSizeParams(type="fit-x", contains="padding"))
+    return chart
 
 
 def _keys(name: str) -> tuple[str, str, str]:

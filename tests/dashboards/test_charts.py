@@ -179,6 +179,7 @@ def test_preemptions_by_scenario_and_the_training_ratio_against_its_line() -> No
     spec = _spec(preemption_chart(counts, ratios, Texts("en")))
     ratio_panel = spec["vconcat"][1]
     assert [layer["mark"]["type"] for layer in ratio_panel["layer"]] == ["line", "rule"]
+    assert spec["resolve"] == {"scale": {"color": "independent"}}  # a legend for scenarios, one for clusters
     # No line configured: the preempted records are still drawn, without a ratio panel.
     plain = preemption_frames(_view(config=replace(_config(), protection=demo_config().protection)))
     assert plain is not None
@@ -222,6 +223,8 @@ def test_each_page_draws_its_chart_before_its_tables(page: str, header: str, tab
     assert rows, page  # the chart carries the series' values, not an empty frame
     spec = json.loads(charts[0].proto.spec)
     assert "vconcat" in spec or "encoding" in spec
+    if "vconcat" in spec:  # a stack of layered panels fits the column, its axes and legend included
+        assert spec["autosize"] == {"type": "fit-x", "contains": "padding"}, (page, spec.get("autosize"))
     drawn = _in_order(at.main)
     if tables_after:
         first_table = min(drawn.index(t) for t in ("dataframe", "html") if t in drawn)
