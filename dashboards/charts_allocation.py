@@ -82,7 +82,8 @@ def allocation_chart(frames: AllocationFrames, cluster: str, tx: Texts) -> alt.V
     limits = frames.limits.filter(pl.col("cluster") == cluster)
     util = frames.util.filter(pl.col("cluster") == cluster)
     x = hour_axis(tx)
-    series = alt.Color("label:N", title=tx("chart.series"))
+    # Room for the longest series name ("Held by other work than online inference"): Vega cuts at 160 px.
+    series = alt.Color("label:N", title=tx("chart.series"), legend=alt.Legend(labelLimit=320))
     lines = alt.Chart(gpus).mark_line(invalid=GAPS).encode(
         x=x,
         y=alt.Y("gpus:Q", title=tx("chart.gpus")),
@@ -95,7 +96,7 @@ def allocation_chart(frames: AllocationFrames, cluster: str, tx: Texts) -> alt.V
                     height=240, title=tx("chart.alloc.title", cluster=cluster))
     bottom = alt.Chart(util, height=140).mark_line(invalid=GAPS).encode(
         x=x,
-        y=alt.Y("util_pct:Q", title=tx("chart.util_pct"), scale=alt.Scale(domain=[0, 100])),
+        y=alt.Y("util_pct:Q", title=tx("chart.util_axis"), scale=alt.Scale(domain=[0, 100])),
         tooltip=[hour_tooltip(tx), alt.Tooltip("util_pct:Q", title=tx("chart.util_pct"), format=".1f"),
                  alt.Tooltip("engine_pct:Q", title=tx("chart.engine_pct"), format=".0f")],
     )

@@ -96,7 +96,9 @@ def idle_objective_chart(frame: pl.DataFrame, tx: Texts) -> alt.LayerChart:
     team = alt.Color("team_name:N", title=tx("col.team"))
     line = alt.Chart(frame).mark_line(point=True).encode(
         x=day_axis(tx),
-        y=alt.Y("to_date:Q", title=tx("chart.idle_to_date_h")),
+        # A short axis title: Vega fits the whole chart into its height, and a rotated title longer than the
+        # plot squeezed the plot to nothing (the lines flat, the ticks and most of the legend gone).
+        y=alt.Y("to_date:Q", title=tx("chart.idle_to_date_axis")),
         color=team,
         tooltip=[alt.Tooltip("team_name:N", title=tx("col.team")), day_tooltip(tx),
                  alt.Tooltip("to_date:Q", title=tx("chart.idle_to_date_h"), format=".1f"),

@@ -104,15 +104,13 @@ def idle_section(view: View) -> None:
     interactive idle so far this month against it."""
     tx, idle = view.tx, view.config.idle
     frame = idle_frame(view)
-    charts: list[Any] = [idle_chart(frame, tx)] if frame is not None else []
-    to_date = idle_objective_frame(view) if charts else None
-    if to_date is not None:
-        charts.append(idle_objective_chart(to_date, tx))
-    chart_section(tx, _keys("idle"), charts, zone=_zone(view.model.idle_daily(view.month)),
-                  util=tx.fmt.number(idle.util_below, 1), minutes=idle.min_minutes,
-                  mib=tx.fmt.number(idle.held_memory_mib))
-    if to_date is not None:
+    chart_section(tx, _keys("idle"), [idle_chart(frame, tx)] if frame is not None else None,
+                  zone=_zone(view.model.idle_daily(view.month)), util=tx.fmt.number(idle.util_below, 1),
+                  minutes=idle.min_minutes, mib=tx.fmt.number(idle.held_memory_mib))
+    to_date = idle_objective_frame(view) if frame is not None else None
+    if to_date is not None:  # its caption says what is drawn below it, so it comes first
         st.caption(tx("chart.idle_to_date_help"))
+        show_chart(idle_objective_chart(to_date, tx), tx, key=f"{_keys('idle')[0]}.data.1")
 
 
 def preemption_section(view: View) -> None:
