@@ -22,7 +22,7 @@ from dashboards.charts_daily import (
     preemption_frames,
 )
 from dashboards.charts_inference import inference_chart, inference_frame
-from dashboards.folds import fold
+from dashboards.folds import fold, lazy_tabs
 from dashboards.tables import show_table
 from dashboards.texts import Texts
 from dashboards.view import View
@@ -31,14 +31,21 @@ from dashboards.view import View
 def chart_section(tx: Texts, keys: tuple[str, str, str], charts: Sequence[Any] | None, **caption: object) -> None:
     """Subheader `keys[0]`; the charts under the caption `keys[2]` (with `caption`'s values), or, without
     charts, the note `keys[1]`."""
+    if headed(tx, keys, bool(charts), **caption):
+        for number, chart in enumerate(charts or ()):
+            show_chart(chart, tx, key=f"{keys[0]}.data.{number}")
+
+
+def headed(tx: Texts, keys: tuple[str, str, str], drawn: bool, **caption: object) -> bool:
+    """Subheader `keys[0]`, then the caption `keys[2]` when a chart follows (`drawn`), else the note `keys[1]`;
+    whether a chart follows."""
     header, none, help_ = keys
     st.subheader(tx(header))
-    if not charts:
+    if not drawn:
         st.info(tx(none))
-        return
+        return False
     st.caption(tx(help_, **caption))
-    for number, chart in enumerate(charts):
-        show_chart(chart, tx, key=f"{header}.data.{number}")
+    return True
 
 
 def show_chart(chart: Any, tx: Texts, key: str) -> None:
@@ -89,8 +96,20 @@ def allocation_section(view: View) -> None:
         st.caption(tx("chart.alloc.shared"))
         return
     frames = allocation_frames(view)
-    charts = [allocation_chart(frames, c, tx) for c in sorted(set(frames.gpus["cluster"]))] if frames else None
-    chart_section(tx, _keys("alloc"), charts, zone=frames.zone if frames else "UTC")
+    clusters = sorted(set(frames.gpus["cluster"])) if frames else []
+    if frames is None or not headed(tx, _keys("alloc"), bool(clusters), zone=frames.zone):
+        return
+    header = _keys("alloc")[0]
+    if len(clusters) == 1:
+        show_chart(allocation_chart(frames, clusters[0], tx), tx, key=f"{header}.data.0")
+        return
+    # A tab per cluster, only the chosen one's chart built: each chart is a month of hours, and every chart
+    # more on a page cost its open 0.13-0.18 s in the browser (docs/performance.md, "2026-12-03, evening").
+    for number, (cluster, (tab, chosen)) in enumerate(zip(clusters, lazy_tabs(clusters, "overview.alloc"),
+                                                          strict=True)):
+        with tab:
+            if chosen:
+                show_chart(allocation_chart(frames, cluster, tx), tx, key=f"{header}.data.{number}")
 
 
 def inference_section(view: View) -> None:

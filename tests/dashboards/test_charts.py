@@ -235,6 +235,20 @@ def test_each_page_draws_its_chart_before_its_tables(page: str, header: str, tab
     assert len(rows) <= 4 * 31 * 24 + 10, (page, len(rows))
 
 
+def test_the_overview_draws_one_clusters_allocation_at_a_time() -> None:
+    """A tab per cluster; only the chosen tab's chart is built and sent (dashboards/folds.lazy_tabs)."""
+    at = _page("overview", "en")
+    tx = Texts("en")
+    titles = [json.loads(c.proto.spec).get("vconcat", [{}])[0].get("title") for c in at.get("vega_lite_chart")]
+    clusters = [t for t in titles if t and t.startswith(tx("chart.alloc.title", cluster=""))]
+    assert clusters == [tx("chart.alloc.title", cluster="east")], titles
+    at.session_state["overview.alloc"] = "west"
+    at.run()
+    titles = [json.loads(c.proto.spec).get("vconcat", [{}])[0].get("title") for c in at.get("vega_lite_chart")]
+    assert [t for t in titles if t and t.startswith(tx("chart.alloc.title", cluster=""))] == [
+        tx("chart.alloc.title", cluster="west")], titles
+
+
 def _text_px(text: str) -> float:
     """About how long `text` runs in Vega's 11 px bold axis title: a CJK character about 11 px, others 6.5 px."""
     return sum(11.0 if ord(ch) > 0x2E80 else 6.5 for ch in text)
