@@ -213,13 +213,17 @@ def _reopen(cached: Any, address: str, heading: str, server: int) -> tuple[float
 
 
 def _drawn_in(page: Any, address: str, heading: str, server: int) -> tuple[float, float]:
-    from tests.browser.browsing import drawn
+    """Seconds until drawn and the server's CPU meanwhile; a page that drew an error fails the bench (after the
+    clock stopped), since a page cut short by an exception draws sooner than the page it should have been."""
+    from tests.browser.browsing import drawn, no_errors
 
     cpu = _cpu_s(server)
     began = time.perf_counter()
     page.goto(address, wait_until="commit")
     drawn(page, heading)
-    return time.perf_counter() - began, _cpu_s(server) - cpu
+    seconds, used = time.perf_counter() - began, _cpu_s(server) - cpu
+    no_errors(page, address)
+    return seconds, used
 
 
 def _first_open(browser: Any, address: str, heading: str, server: int) -> float:
