@@ -38,10 +38,8 @@ def capacity_table(view: View) -> pl.DataFrame | None:
     return pl.DataFrame({
         tx("col.status"): [tx("sla.status.missed") if s in near else tx("sla.status.met") for s in services],
         tx("col.service"): services,
-        tx("col.replicas"): [tx.fmt.quantity(Quantity(value(s, "replicas"), "number"))
-                                               for s in services],
-        tx("col.gpus_serving"): [tx.fmt.quantity(Quantity(value(s, "gpus_serving"), "gpus"))
-                                                   for s in services],
+        tx("col.replicas"): [tx.fmt.quantity(Quantity(value(s, "replicas"), "number")) for s in services],
+        tx("col.gpus_serving"): [tx.fmt.quantity(Quantity(value(s, "gpus_serving"), "gpus")) for s in services],
         tx("col.capacity_headroom"): [
             tx.fmt.quantity(Quantity(value(s, "capacity_headroom"), "percent")) for s in services
         ],
