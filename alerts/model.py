@@ -20,8 +20,9 @@ from gpusteward.config.protection import configured_lines
 from gpusteward.config.schema import Config
 from gpusteward.domain import Month
 from reports.data_text import evidence_text
+from reports.findings import LINE_KINDS, line_kind
 from reports.locale import LANGS, Formatter
-from reports.model import Moment, Quantity, QuantityKind
+from reports.model import Moment, Quantity
 from sla.common import naive_utc
 from sla.protection import INFERENCE_RESERVE
 
@@ -40,15 +41,6 @@ _LINES: dict[str, tuple[str, str, str, str]] = {
     "interactive_limits": ("InteractiveSessionsNotReclaimed", "team", "interactive_limits", "cluster"),
     "burn_rate": ("InferenceErrorBudgetBurn", "service", "burn_rate", "service"),
 }
-_SUMMARY_KINDS: dict[str, tuple[QuantityKind, QuantityKind]] = {
-    INFERENCE_RESERVE: ("gpus", "gpus"),
-    "inference_preemption": ("count", "count"),
-    "training_preemption": ("percent", "percent"),
-    "queue_wait": ("duration", "duration"),
-    "interactive_limits": ("count", "count"),
-    "burn_rate": ("multiple", "multiple"),
-}
-"""How the worst value and the threshold of each line are written in its summary (`alert.summary.<line>`)."""
 
 
 def rfc3339(moment: datetime) -> str:
@@ -73,6 +65,11 @@ class Alert:
     receivers: tuple[str, ...] = field(default=())  # empty: every receiver
     generator_url: str = ""
 
+    @property
+    def subject(self) -> str | None:
+        """What the alert is about: the label its line puts its subject in (a cluster, queue, team or service)."""
+        return self.labels.get(subject_label(self.labels.get("line", "")))
+
     def to_dict(self) -> dict[str, Any]:
         """The alert as it appears in an Alertmanager webhook body."""
         return {
@@ -86,6 +83,12 @@ class Alert:
         }
 
 
+def subject_label(line: str) -> str:
+    """The label an alert of `line` names its subject in; "subject" for a line this module does not know."""
+    known = _LINES.get(line)
+    return known[1] if known else "subject"
+
+
 def _alert_name(line: str) -> str:
     known = _LINES.get(line)
     return known[0] if known else "".join(p.capitalize() for p in line.split("_")) + "Breach"
@@ -93,12 +96,12 @@ def _alert_name(line: str) -> str:
 
 def _summary(line: str, ep: dict[str, Any], fmt: Formatter) -> str:
     """The alert's one-line summary in the formatter's language, from the catalogue (`alert.summary.*`)."""
-    worst_kind, threshold_kind = _SUMMARY_KINDS.get(line, ("number", "number"))
-    key = f"alert.summary.{line}" if line in _SUMMARY_KINDS else "alert.summary.other"
+    kind = line_kind(line)
+    key = f"alert.summary.{line}" if line in LINE_KINDS else "alert.summary.other"
     return fmt.t(
         key, line=line, subject=ep["subject"],
-        worst=fmt.quantity(Quantity(ep["worst_value"], worst_kind)),
-        threshold=fmt.quantity(Quantity(ep["threshold"], threshold_kind)),
+        worst=fmt.quantity(Quantity(ep["worst_value"], kind)),
+        threshold=fmt.quantity(Quantity(ep["threshold"], kind)),
         lasted=fmt.duration((ep["end"] - ep["start"]).total_seconds()),
     )
 
@@ -162,11 +165,10 @@ def alerts_from_episodes(episodes: pl.DataFrame, config: Config, *, data_end: da
             state = "clearing"
         else:
             state = "firing"
-        subject_label = _LINES[line][1] if line in _LINES else "subject"
         labels = {
             "alertname": _alert_name(line),
             "severity": ep["severity"] or "warning",
-            subject_label: subject,
+            subject_label(line): subject,
             "line": line,
         }
         annotations = {

@@ -79,7 +79,7 @@ def _engine_state(wh: Warehouse) -> str | None:
 
 
 def _subject(alert: Alert) -> str:
-    return alert.labels.get("cluster") or alert.labels.get("subject") or ""
+    return alert.subject or ""
 
 
 @alerts.command("silence")

@@ -138,7 +138,7 @@ def alert_rows(alerts: Sequence[Alert]) -> list[dict[str, Any]]:
             "fingerprint": a.fingerprint,
             "status": a.status,
             "line": a.labels.get("line"),
-            "subject": a.labels.get("subject") or a.labels.get("cluster"),
+            "subject": a.subject,
             "severity": a.labels.get("severity"),
             "starts_at": a.starts_at.astimezone(UTC).replace(tzinfo=None),
             "ends_at": a.ends_at.astimezone(UTC).replace(tzinfo=None) if a.ends_at else None,

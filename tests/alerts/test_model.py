@@ -72,3 +72,17 @@ def test_rfc3339_treats_naive_as_utc() -> None:
 
 def test_no_episodes_no_alerts() -> None:
     assert alerts_from_episodes(episodes().clear(), config()) == []
+
+
+def test_each_line_records_its_subject_from_the_label_it_names_it_in() -> None:
+    from service.pipeline import alert_rows
+
+    subjects = {"inference_reserve": ("cluster", "east"), "queue_wait": ("queue", "west/eval"),
+                "interactive_limits": ("team", "research"), "burn_rate": ("service", "chat-70b")}
+    rows: list[dict[str, object]] = [{"line": line, "subject": subject} for line, (_, subject) in subjects.items()]
+    made = alerts_from_episodes(episodes(*rows), config())
+    by_line = {a.labels["line"]: a for a in made}
+    for line, (label, subject) in subjects.items():
+        assert by_line[line].labels[label] == subject, line
+        assert by_line[line].subject == subject, line
+    assert {row["line"]: row["subject"] for row in alert_rows(made)} == {line: s for line, (_, s) in subjects.items()}

@@ -1,14 +1,17 @@
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from datetime import datetime, timedelta
 from pathlib import Path
 
+import duckdb
 import polars as pl
 import pytest
 
 from gpusteward import tables
 from warehouse import Warehouse, open_warehouse
+from warehouse import migrate as migrations
 
 T0 = datetime(2026, 11, 1)
 
@@ -55,3 +58,24 @@ def job(job_id: int, submit: datetime, state: str = "COMPLETED", **extra: object
         "start_time": submit + timedelta(minutes=5),
         "end_time": submit + timedelta(hours=1),
     } | extra
+
+
+@contextmanager
+def schema_before(
+    path: Path, monkeypatch: pytest.MonkeyPatch, number: int
+) -> Iterator[tuple[duckdb.DuckDBPyConnection, Callable[[], list[str]]]]:
+    """A database file at the schema before migration `number` (to store rows as an older version did), and a
+    call that applies the shipped migrations from there and returns their names."""
+    shipped = migrations.available()
+    monkeypatch.setattr(migrations, "available", lambda: [m for m in shipped if m[0] < number])
+    con = duckdb.connect(str(path))
+    migrations.migrate(con)
+
+    def upgrade() -> list[str]:
+        monkeypatch.setattr(migrations, "available", lambda: shipped)
+        return migrations.migrate(con)
+
+    try:
+        yield con, upgrade
+    finally:
+        con.close()

@@ -6,15 +6,13 @@ from __future__ import annotations
 from datetime import datetime, timedelta
 from pathlib import Path
 
-import duckdb
 import polars as pl
 import pytest
 
 from gpusteward import tables
 from gpusteward.errors import InputError
-from tests.warehouse.conftest import T0, job
+from tests.warehouse.conftest import T0, job, schema_before
 from warehouse import Warehouse
-from warehouse import migrate as migrations
 
 H100 = "NVIDIA H100 80GB HBM3"
 
@@ -80,21 +78,14 @@ def test_a_jobs_gpu_equivalents_are_stored_and_null_means_whole_gpus(wh: Warehou
 def test_rows_stored_before_the_migration_get_their_card_and_share(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    shipped = migrations.available()
-    monkeypatch.setattr(migrations, "available", lambda: [m for m in shipped if m[0] < 28])
-    con = duckdb.connect(str(tmp_path / "old.duckdb"))
-    try:
-        migrations.migrate(con)
+    with schema_before(tmp_path / "old.duckdb", monkeypatch, 28) as (con, upgrade):
         con.execute(
             "INSERT INTO gpus (cluster, host, gpu, model_name) VALUES ('e', 'n1', 2, 'A100'),"
             f" ('e', 'n1', 1209, 'NVIDIA A100-SXM4-40GB MIG 3g.20gb'), ('e', 'n1', 1210, '{H100} MIG 7g.80gb'),"
             " ('e', 'n1', 1211, NULL)"
         )
-        monkeypatch.setattr(migrations, "available", lambda: shipped)
-        assert migrations.migrate(con)[0] == "028_gpu_shares.sql"
+        assert upgrade()[0] == "028_gpu_shares.sql"
         rows = con.sql("SELECT gpu, card_gpu, mig_profile, share FROM gpus ORDER BY gpu").fetchall()
-    finally:
-        con.close()
     assert rows == [
         (2, 2, None, 1.0),
         (1209, 2, "3g.20gb", pytest.approx(3 / 7)),

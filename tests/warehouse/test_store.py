@@ -14,7 +14,7 @@ from gpusteward.domain import Month
 from sla import results
 from sla.outputs import MonthOutputs
 from tests.sla.english import english
-from tests.warehouse.conftest import T0, gpu_minutes, job
+from tests.warehouse.conftest import T0, gpu_minutes, job, schema_before
 from warehouse import Warehouse, open_warehouse
 from warehouse.migrate import available
 
@@ -168,3 +168,20 @@ def test_a_read_only_open_of_an_older_schema_says_to_migrate(db_path: Path) -> N
     con.close()
     with pytest.raises(RuntimeError, match="open it once for writing to migrate"):
         open_warehouse(db_path, read_only=True).__enter__()
+
+
+def test_alerts_recorded_without_their_subject_get_it_from_their_labels(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    with schema_before(tmp_path / "old.duckdb", monkeypatch, 33) as (con, upgrade):
+        rows = [("q", "queue_wait", None, '{"labels": {"line": "queue_wait", "queue": "west/eval"}}'),
+                ("t", "interactive_limits", None, '{"labels": {"line": "interactive_limits", "team": "research"}}'),
+                ("s", "burn_rate", None, '{"labels": {"line": "burn_rate", "service": "chat-70b"}}'),
+                ("c", "inference_reserve", "east", '{"labels": {"line": "inference_reserve", "cluster": "east"}}'),
+                ("x", "queue_wait", None, "{}")]  # no label to take it from: stays unknown
+        for fp, line, subject, body in rows:
+            con.execute("INSERT INTO alerts (fingerprint, status, line, subject, body, recorded_at)"
+                        " VALUES (?, 'resolved', ?, ?, ?, TIMESTAMP '2026-10-01')", [fp, line, subject, body])
+        assert upgrade()[0] == "033_alert_subjects.sql"
+        got = dict(con.sql("SELECT fingerprint, subject FROM alerts").fetchall())
+    assert got == {"q": "west/eval", "t": "research", "s": "chat-70b", "c": "east", "x": None}
