@@ -35,7 +35,17 @@ from sla.idle import idle_by_submission
 SHARE_LIMIT = DEFAULT_OBJECTIVE
 GAP_WARNING = 0.01
 LOWER_IS_WORSE = frozenset({"inference_reserve"})
-"""Protection lines whose worst value is the smallest one (e.g. the fewest GPUs left to inference)."""
+"""Protection lines whose worst value is the smallest one (e.g. the fewest GPUs left to inference): their
+threshold is a floor; every other line's is a limit."""
+LINE_KINDS: dict[str, QuantityKind] = {
+    "inference_reserve": "gpus",
+    "inference_preemption": "count",  # serving replicas preempted
+    "training_preemption": "percent",  # of training's GPU-hours
+    "queue_wait": "duration",  # seconds
+    "interactive_limits": "count",  # sessions past their limits
+    "burn_rate": "multiple",  # of the error budget's even burn
+}
+"""How each protection line's worst value and threshold are written (in findings, tables and alerts)."""
 
 _RANK = {"breach": 0, "service": 1, "queue": 2, "share": 3, "idle": 4, "sla_miss": 5, "gap": 6, "unavailable": 7,
          "no_data": 8, "quota": 9}
@@ -177,14 +187,15 @@ def _from_episodes(ctx: Context) -> list[_Candidate]:
         first = group["start"].min()
         day = (first.replace(tzinfo=UTC).astimezone(ZoneInfo(ctx.month.tz)).date()
                if isinstance(first, datetime) else None)
-        out.append(_Candidate(sev, "breach", subject_s, "finding.breach", params, ev, "breaches",
+        key = "finding.breach_floor" if line_s in LOWER_IS_WORSE else "finding.breach"
+        out.append(_Candidate(sev, "breach", subject_s, key, params, ev, "breaches",
                               links.for_line(line_s, subject_s, str(ctx.month), day)))
     return out
 
 
 def line_kind(line: str | None) -> QuantityKind:
-    """How a protection line's values are written: GPUs for capacity lines, else plain numbers."""
-    return "gpus" if line in LOWER_IS_WORSE else "number"
+    """How a protection line's values are written (LINE_KINDS); plain numbers for a line it does not know."""
+    return LINE_KINDS.get(line or "", "number")
 
 
 def _num(value: object) -> float | None:

@@ -37,7 +37,8 @@ def test_each_finding_opens_its_page_and_filter() -> None:
     assert found["finding.queue_wait"] == f"{BASE}/queues?month=2026-11&cluster=west"
     assert found["finding.share"] == f"{BASE}/jobs?month=2026-11&team=vision&sort=gpu_hours"
     assert found["finding.service"] == f"{BASE}/inference?month=2026-11"
-    assert found["finding.breach"] == f"{BASE}/heatmap?month=2026-11&cluster=east&day={first_breach:%Y-%m-%d}"
+    breach = found["finding.breach_floor"]  # the inference reserve: its threshold is a floor
+    assert breach == f"{BASE}/heatmap?month=2026-11&cluster=east&day={first_breach:%Y-%m-%d}"
     assert found["finding.quota"] == f"{BASE}/plans?month=2026-11"
     assert found["finding.gap_detail"] is not None
     assert found["finding.gap_detail"].startswith(f"{BASE}/heatmap?")

@@ -35,7 +35,7 @@ def test_findings_are_ordered_by_severity(review: Review) -> None:
     assert ranks == sorted(ranks)
     assert review.findings[0].severity == "critical"
     keys = [f.message.key for f in review.findings]
-    assert keys[:4] == ["finding.breach", "finding.service", "finding.queue_wait", "finding.idle"]
+    assert keys[:4] == ["finding.breach_floor", "finding.service", "finding.queue_wait", "finding.idle"]
 
 
 def test_every_finding_points_to_its_evidence(review: Review) -> None:
