@@ -195,6 +195,10 @@ def _open(page: Any, address: str, lang: Lang) -> None:
 
 
 DRAWN = """({heading, ready, skeletons}) => {
+    if (document.querySelector(ready) === null || document.querySelector('[data-testid="stStatusWidget"]') !== null
+        || document.querySelector(skeletons) !== null) {
+        return false;
+    }
     const seen = el => {  // as Playwright's isVisible: rendered, not visibility:hidden, a non-empty box
         const box = el.getBoundingClientRect();
         return el.checkVisibility() && getComputedStyle(el).visibility === 'visible' && box.width > 0 && box.height > 0;
@@ -202,15 +206,15 @@ DRAWN = """({heading, ready, skeletons}) => {
     const headed = [...document.querySelectorAll('h1, h2, h3, h4, h5, h6, [role="heading"]')]
         .some(h => seen(h) && h.textContent.replace(/\\s+/g, ' ').toLowerCase().includes(heading));
     const grids = [...document.querySelectorAll('[data-testid="stDataFrame"]')];
-    return headed && document.querySelector(ready) !== null
-        && document.querySelector('[data-testid="stStatusWidget"]') === null
-        && document.querySelector(skeletons) === null
+    return headed
         && [...document.querySelectorAll('[data-testid="stVegaLiteChart"]')].every(chart => {
             const drawing = chart.querySelector('canvas, svg');
             return drawing !== null && drawing.getBoundingClientRect().width > 0;
         })
         && grids.every(grid => !seen(grid) || grid.querySelector('table') !== null);
-}"""  # the conditions of `rendered` and `grids_drawn`, checked in the page every animation frame (see `drawn`)
+}"""  # the conditions of `rendered` and `grids_drawn`, checked in the page every animation frame (see `drawn`):
+# the selectors first, since the rest reads boxes and styles, which has the browser lay the page out there and
+# then, every frame while Streamlit is still building it
 
 
 def drawn(page: Any, heading: str) -> None:
