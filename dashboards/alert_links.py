@@ -9,6 +9,7 @@ from zoneinfo import ZoneInfo
 import polars as pl
 import streamlit as st
 
+from dashboards.folds import fold
 from dashboards.view import View
 from gpusteward import links
 
@@ -30,7 +31,9 @@ def show(view: View, alerts: pl.DataFrame) -> None:
     tx = view.tx
     latest = alerts.sort("recorded_at").group_by("fingerprint", maintain_order=True).last().sort(
         "starts_at", descending=True, nulls_last=True)
-    with st.expander(tx("alerts.open_title")):
+    with fold(tx("alerts.open_title"), "alerts_open") as unfolded:  # its links are built only when unfolded
+        if not unfolded:
+            return
         for alert in latest.head(SHOWN).iter_rows(named=True):
             target = destination(alert, str(view.month), tx.zone)
             label = tx("alerts.open", line=tx.fmt.term("line", alert["line"]), subject=str(alert["subject"] or "—"),

@@ -212,13 +212,20 @@ def arrays_table(view: View, limit: int = 50) -> pl.DataFrame | None:
     })
 
 
-def alerts_table(view: View) -> pl.DataFrame | None:
-    """Alerts of the month, one row per fingerprint (latest status), with silence and acknowledgement."""
+def _latest_alerts(view: View, *, firing: bool) -> pl.DataFrame:
+    """The latest record of each of the month's alerts whose latest status is (`firing`) or is not "firing"."""
     alerts = view.alerts()
-    if alerts.is_empty():
+    latest = alerts.sort("recorded_at").group_by("fingerprint", maintain_order=True).last()
+    return latest.filter((pl.col("status") == "firing") == firing)
+
+
+def alerts_table(view: View, *, firing: bool) -> pl.DataFrame | None:
+    """The month's alerts whose latest status is (`firing`) or is not (resolved) "firing", one row per
+    fingerprint, with silence and acknowledgement; None when there are none such."""
+    latest = _latest_alerts(view, firing=firing)
+    if latest.is_empty():
         return None
     tx = view.tx
-    latest = alerts.sort("recorded_at").group_by("fingerprint", maintain_order=True).last()
     states = view.model.alert_states()
     joined = latest.join(states, on="fingerprint", how="left").sort(["starts_at", "fingerprint"],
                                                                     descending=[True, False])
@@ -234,6 +241,29 @@ def alerts_table(view: View) -> pl.DataFrame | None:
         ],
         tx("col.acknowledged_by"): [str(r["acknowledged_by"] or "—") for r in rows],
         tx("col.fingerprint"): [str(r["fingerprint"])[:12] for r in rows],
+    })
+
+
+def resolved_summary(view: View) -> pl.DataFrame | None:
+    """The month's resolved alerts by protection line and severity, most first: how many, on which subjects,
+    when the first began and when the last ended; None when none resolved."""
+    latest = _latest_alerts(view, firing=False)
+    if latest.is_empty():
+        return None
+    tx = view.tx
+    rows = latest.group_by("line", "severity").agg(
+        pl.len().alias("alerts"),
+        pl.col("subject").drop_nulls().unique().sort().alias("subjects"),
+        pl.col("starts_at").min().alias("first"),
+        pl.col("ends_at").max().alias("last"),
+    ).sort(["alerts", "line", "severity"], descending=[True, False, False]).to_dicts()
+    return pl.DataFrame({
+        tx("col.line"): [tx.fmt.term("line", r["line"]) for r in rows],
+        tx("col.severity"): [tx.fmt.term("severity", r["severity"]) for r in rows],
+        tx("col.alerts"): [tx.fmt.number(r["alerts"]) for r in rows],
+        tx("col.subjects"): [", ".join(r["subjects"]) or "—" for r in rows],
+        tx("col.first_began", zone=tx.zone): [tx.fmt.moment(r["first"]) for r in rows],
+        tx("col.last_resolved", zone=tx.zone): [tx.fmt.moment(r["last"]) for r in rows],
     })
 
 

@@ -33,20 +33,24 @@ if TYPE_CHECKING:
 
 def chart_grids(page: Any, tx: Texts) -> list[list[list[str]]]:
     """Unfold each chart's numbers (top to bottom) and read its grids' rows in view; the first row is the header."""
+    folded = page.locator('[data-testid="stExpander"]').filter(has_text=tx("chart.data"))
+    return [grid for i in range(folded.count()) for grid in unfold(page, folded.nth(i))]
+
+
+def unfold(page: Any, expander: Any) -> list[list[list[str]]]:
+    """Open the fold `expander` (a locator) and read the rows in view of each table it then holds; the first
+    row of each is the header."""
     from tests.browser.browsing import rendered  # browsing imports this module's caller
 
-    folded = page.locator('[data-testid="stExpander"]').filter(has_text=tx("chart.data"))
-    read: list[list[list[str]]] = []
-    for i in range(folded.count()):
-        expander = folded.nth(i)
-        expander.locator("summary").first.click()
-        frames = expander.locator(TABLES)
-        frames.first.wait_for(state="attached", timeout=30_000)  # built by the rerun unfolding asks for...
-        rendered(page)  # ...which has sent all of them once it is over
-        for j in range(frames.count()):
-            table = frames.nth(j).locator("table")
-            table.wait_for(state="attached", timeout=30_000)
-            read.append(table.evaluate(READ))
+    expander.locator("summary").first.click()
+    frames = expander.locator(TABLES)
+    frames.first.wait_for(state="attached", timeout=30_000)  # built by the rerun unfolding asks for...
+    rendered(page)  # ...which has sent all of them once it is over
+    read = []
+    for j in range(frames.count()):
+        table = frames.nth(j).locator("table")
+        table.wait_for(state="attached", timeout=30_000)
+        read.append(table.evaluate(READ))
     return read
 
 

@@ -29,7 +29,7 @@ from gpusteward.config.schema import Config
 from gpusteward.domain import Month
 from reports.model import Quantity
 from sla.outputs import MonthOutputs
-from tests.browser.chart_figures import with_chart
+from tests.browser.chart_figures import unfold, with_chart
 
 GRIDS = '[data-testid="stDataFrame"]:has(table), [data-testid="gsTable"]:has(table)'  # either, once built
 METRICS = '[data-testid="stMetricValue"]'
@@ -199,11 +199,30 @@ def _latest_alerts(month: Shown) -> pl.DataFrame:
 
 
 def _alerts(page: Any, month: Shown, tx: Texts) -> int:
-    stored = {fp[:12]: tx(f"alert.status.{status}") for fp, status in _latest_alerts(month).select(
-        "fingerprint", "status").iter_rows()}
-    shown = {row[-1]: row[0] for row in grids(page)[0][1:]}
-    assert shown == stored, (shown, stored)
-    return len(stored)
+    """The firing alerts in the page's first table (or the words for none), the resolved ones in the fold that
+    counts them, each with its latest status."""
+    latest = _latest_alerts(month)
+    firing, resolved = (
+        {fp[:12]: tx(f"alert.status.{status}") for fp, status in latest.filter(which).select(
+            "fingerprint", "status").iter_rows()}
+        for which in (pl.col("status") == "firing", pl.col("status") != "firing"))
+    if firing:
+        assert {row[-1]: row[0] for row in grids(page)[0][1:]} == firing, (grids(page), firing)
+    else:
+        assert tx("alerts.none_firing") in main_text(page)
+    if resolved:
+        summary = grids(page)[1 if firing else 0]
+        counts = latest.filter(pl.col("status") != "firing").group_by("line", "severity").len()
+        stored = {(tx.fmt.term("line", line), tx.fmt.term("severity", severity)): tx.fmt.number(n)
+                  for line, severity, n in counts.iter_rows()}
+        at = [summary[0].index(tx(c)) for c in ("col.line", "col.severity", "col.alerts")]
+        assert {(row[at[0]], row[at[1]]): row[at[2]] for row in summary[1:]} == stored, (summary, stored)
+        label = tx("alerts.resolved", count=tx.fmt.number(len(resolved)))
+        fold = page.locator('[data-testid="stExpander"]').filter(has_text=label)
+        assert fold.count() == 1, label
+        shown = {row[-1]: row[0] for row in unfold(page, fold.first)[0][1:]}
+        assert shown == resolved, (shown, resolved)
+    return len(firing) + len(resolved)
 
 
 def _preemption(page: Any, month: Shown, tx: Texts) -> int:

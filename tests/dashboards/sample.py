@@ -34,6 +34,17 @@ FIRING = [
     }
 ]
 
+RESOLVED = {  # recorded twice: when it fired, and when it resolved
+    "fingerprint": "0f1e2d3c4b5a6978",
+    "line": "training_preemption",
+    "subject": "east",
+    "status": "resolved",
+    "severity": "warning",
+    "starts_at": datetime(2026, 11, 12, 9, 0),
+    "ends_at": datetime(2026, 11, 12, 17, 30),
+    "summary": "training on east was preempted in 14% of its GPU-hours, over its limit of 10%",
+}
+
 
 def sample_overview() -> OverviewData:
     config = demo_config()
@@ -143,7 +154,10 @@ def sample_model(*, with_plan: bool = True) -> ReadModel:
     for name, series in SERIES.items():
         frames[name][str(MONTH)] = tables.conform(pl.DataFrame(series), MONTH_TABLES[name])
     alert = FIRING[0] | {"month": str(MONTH), "body": "{}", "recorded_at": AS_OF}
-    frames["alerts"][str(MONTH)] = tables.conform(pl.DataFrame([alert]), queries.ALERTS)
+    fired = RESOLVED | {"month": str(MONTH), "body": "{}", "status": "firing", "ends_at": None,
+                        "recorded_at": RESOLVED["starts_at"]}
+    resolved = RESOLVED | {"month": str(MONTH), "body": "{}", "recorded_at": RESOLVED["ends_at"]}
+    frames["alerts"][str(MONTH)] = tables.conform(pl.DataFrame([alert, fired, resolved]), queries.ALERTS)
     items = demo_outputs().plan_items.to_dicts()
     plans = pl.DataFrame([{
         "plan_id": "2026-11-abc123", "month": str(MONTH), "created_at": AS_OF, "status": "proposed", "dry_run": True,

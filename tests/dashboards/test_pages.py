@@ -77,6 +77,31 @@ def test_pages_show_their_tables() -> None:
     assert "no control API" in _texts(at)  # actions are off without an API address and token
 
 
+@pytest.mark.parametrize("lang", ["en", "zh"])
+def test_the_alerts_page_leads_with_what_fires_and_folds_the_resolved(lang: str) -> None:
+    at = _app(lang=lang)
+    at.switch_page(str(SCREENS / "alerts.py")).run()
+    status, fingerprint = ("Status", "Fingerprint") if lang == "en" else ("状态", "指纹")
+    firing = tables(at)[0]
+    assert list(firing[status]) == ["firing" if lang == "en" else "触发中"]
+    assert list(firing[fingerprint]) == ["a1b2c3d4e5f6"]
+    by_line = tables(at)[1].to_dict("records")
+    if lang == "en":
+        assert by_line == [{"Line": "Training preemption ratio", "Severity": "Warning", "Alerts": "1",
+                            "Subjects": "east", "First began (UTC)": "2026-11-12 09:00",
+                            "Last resolved (UTC)": "2026-11-12 17:30"}]
+    else:
+        assert by_line[0]["保护线"] == "训练抢占比例"
+    label = "Every resolved alert (1)" if lang == "en" else "全部已恢复的告警（1 条）"
+    folded = next(e for e in at.expander if e.label == label)
+    assert not tables(folded)  # built only when unfolded
+    at.session_state["alerts_resolved"] = True
+    at.run()
+    resolved = tables(next(e for e in at.expander if e.label == label))[0]
+    assert list(resolved[status]) == ["resolved" if lang == "en" else "已恢复"]  # its latest record, not the first
+    assert list(resolved[fingerprint]) == ["0f1e2d3c4b5a"]
+
+
 def test_filters_narrow_every_page() -> None:
     at = _app(lang="en")
     at.switch_page(str(SCREENS / "idle.py")).run()
