@@ -24,13 +24,13 @@ def destination(alert: dict[str, object], month: str, tz: str) -> links.Destinat
     return links.for_line(str(alert.get("line") or ""), str(alert.get("subject") or ""), month, day)
 
 
-def show(view: View, alerts: pl.DataFrame) -> None:
-    """A link per alert (latest status, newest first) to its page, filters set."""
-    if alerts.is_empty():
+def show(view: View, latest: pl.DataFrame) -> None:
+    """A link per alert (`latest`: each alert's latest record, dashboards.page_frames.latest_alerts), newest
+    first, to its page, filters set."""
+    if latest.is_empty():
         return
     tx = view.tx
-    latest = alerts.sort("recorded_at").group_by("fingerprint", maintain_order=True).last().sort(
-        "starts_at", descending=True, nulls_last=True)
+    latest = latest.sort("starts_at", descending=True, nulls_last=True)
     with fold(tx("alerts.open_title"), "alerts_open") as unfolded:  # its links are built only when unfolded
         if not unfolded:
             return

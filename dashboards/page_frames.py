@@ -212,17 +212,17 @@ def arrays_table(view: View, limit: int = 50) -> pl.DataFrame | None:
     })
 
 
-def _latest_alerts(view: View, *, firing: bool) -> pl.DataFrame:
-    """The latest record of each of the month's alerts whose latest status is (`firing`) or is not "firing"."""
-    alerts = view.alerts()
-    latest = alerts.sort("recorded_at").group_by("fingerprint", maintain_order=True).last()
-    return latest.filter((pl.col("status") == "firing") == firing)
+def latest_alerts(view: View) -> tuple[pl.DataFrame, pl.DataFrame]:
+    """The latest record of each of the month's alerts: those whose latest status is "firing", and the rest
+    (resolved)."""
+    latest = view.alerts().sort("recorded_at").group_by("fingerprint", maintain_order=True).last()
+    firing = pl.col("status") == "firing"
+    return latest.filter(firing), latest.filter(~firing)
 
 
-def alerts_table(view: View, *, firing: bool) -> pl.DataFrame | None:
-    """The month's alerts whose latest status is (`firing`) or is not (resolved) "firing", one row per
-    fingerprint, with silence and acknowledgement; None when there are none such."""
-    latest = _latest_alerts(view, firing=firing)
+def alerts_table(view: View, latest: pl.DataFrame) -> pl.DataFrame | None:
+    """Alerts (`latest`: their latest records, from `latest_alerts`), one row per fingerprint, with silence and
+    acknowledgement; None when there are none."""
     if latest.is_empty():
         return None
     tx = view.tx
@@ -244,14 +244,13 @@ def alerts_table(view: View, *, firing: bool) -> pl.DataFrame | None:
     })
 
 
-def resolved_summary(view: View) -> pl.DataFrame | None:
-    """The month's resolved alerts by protection line and severity, most first: how many, on which subjects,
-    when the first began and when the last ended; None when none resolved."""
-    latest = _latest_alerts(view, firing=False)
-    if latest.is_empty():
+def resolved_summary(view: View, resolved: pl.DataFrame) -> pl.DataFrame | None:
+    """Resolved alerts (their latest records) by protection line and severity, most first: how many, on which
+    subjects, when the first began and when the last ended; None when there are none."""
+    if resolved.is_empty():
         return None
     tx = view.tx
-    rows = latest.group_by("line", "severity").agg(
+    rows = resolved.group_by("line", "severity").agg(
         pl.len().alias("alerts"),
         pl.col("subject").drop_nulls().unique().sort().alias("subjects"),
         pl.col("starts_at").min().alias("first"),

@@ -293,22 +293,22 @@ def alerts(view: View) -> None:
     if view.alerts().is_empty():
         _table(None, view, "alerts")
         return
+    firing, resolved = pf.latest_alerts(view)
     st.subheader(tx("alerts.firing"))
-    firing = pf.alerts_table(view, firing=True)
-    if firing is None:
+    firing_table = pf.alerts_table(view, firing)
+    if firing_table is None:
         st.caption(tx("alerts.none_firing"))
     else:
-        show_table(firing, tx)
-    summary = pf.resolved_summary(view)
+        show_table(firing_table, tx)
+    summary = pf.resolved_summary(view, resolved)
     if summary is not None:
         st.subheader(tx("alerts.resolved_title"))
         show_table(summary, tx)
-        resolved = pf.alerts_table(view, firing=False)
-        count = tx.fmt.number(0 if resolved is None else resolved.height)
-        with fold(tx("alerts.resolved", count=count), "alerts_resolved") as unfolded:
-            if unfolded and resolved is not None:
-                show_table(resolved, tx)
-    alert_links.show(view, view.alerts())
+        with fold(tx("alerts.resolved", count=tx.fmt.number(resolved.height)), "alerts_resolved") as unfolded:
+            resolved_table = pf.alerts_table(view, resolved) if unfolded else None
+            if resolved_table is not None:
+                show_table(resolved_table, tx)
+    alert_links.show(view, pl.concat([firing, resolved]))
     if not _can_act(view):
         return
     fingerprints = view.alerts()["fingerprint"].unique(maintain_order=True).to_list()
